@@ -1,0 +1,74 @@
+// Package fixedfilestore is a fixed-window rate-limit store that keeps each
+// key's window in a file, so that every process on the machine — CGI
+// children, pool workers, a cron sweep, the PHP original — sees the same
+// count.
+//
+// # Layout
+//
+// The window for key lives at
+//
+//	<base>/rate-limits/<hex sha256(key)>.json
+//
+// holding {"count":N,"reset_at":UNIX_SECONDS}, byte for byte what the PHP
+// original writes, so both can share one directory. Hashing the key gives a
+// fixed-length name whatever the key holds (no path traversal, no name too
+// long) and one file, hence one lock, per key. The directory is created
+// 0700 and files 0600.
+//
+// # One hit
+//
+//  1. Open the file read-write, creating it if absent and never truncating
+//     it (the original's fopen mode "c+"; O_TRUNC would wipe the count
+//     before it was read). A symlink at the path is refused (O_NOFOLLOW).
+//  2. Take an exclusive flock(2) on that descriptor, waiting at most
+//     Options.LockWait. Every other hitter of the key waits here, which makes
+//     the read-modify-write below atomic.
+//  3. Check that the locked file is still the one at the path (os.SameFile):
+//     a sweep may have unlinked it while this hitter waited. If not, start
+//     over, so the hit lands in the live file and is never lost.
+//  4. Read the state, apply [ratelab.State.Next], write it back at offset 0
+//     and truncate to the new length. The file never passes through zero
+//     length, and on ext4 this is about ten times faster than the original's
+//     ftruncate(0)-then-write, which triggers ext4's auto_da_alloc flush on
+//     close.
+//  5. Unlock (deferred, so no path out of the function keeps the lock) and
+//     close.
+//
+// # When the state cannot be reached
+//
+// If the file cannot be opened, locked, read or written — the directory is
+// gone, the disk is full, a lock holder hangs past LockWait — the store
+// follows its [ratelab.FailPolicy]. Fail-open (the default, as in the
+// original) logs a line naming the path and the cause and reports the hit as
+// the first of a fresh window with Hit.NotCounted set, so the caller lets it
+// through. Fail-closed logs and returns an error wrapping
+// [ratelab.ErrUnavailable]; the middleware answers 503.
+//
+// A state file that exists but cannot be parsed (garbage, truncated, too
+// large, negative) carries no count worth keeping: it is logged, with its
+// first bytes quoted, and replaced by a fresh window. A reset_at more than
+// one window ahead is clamped, as [ratelab.State.Next] explains.
+//
+// # Sweeping
+//
+// Each key leaves a file behind. [Store.SweepAt] removes those whose mtime is
+// older than 2 × window, as the original's cron job does, but unlike it
+// never makes a concurrent hit lose its count: it takes each file's lock
+// without waiting, skips files that are busy, re-checks the mtime under the
+// lock, and unlinks only while it holds the lock. A hitter that was waiting
+// for that lock then finds, in step 3, that its file is gone, and retries.
+//
+// # Platforms
+//
+// The store needs flock(2) semantics — advisory, whole-file, owned by the
+// open file description and released by the kernel when the holder dies —
+// and builds them on Linux and macOS. Elsewhere [New] returns an error
+// saying so. flock(2) works between processes of one machine: on NFS it is
+// emulated with byte-range locks or not at all, and two machines behind a
+// load balancer each keep their own files.
+//
+// The locking is plain syscall.Flock on the descriptor the store reads and
+// writes, rather than github.com/gofrs/flock: that package owns a descriptor
+// of its own, opened read-only and closed on Unlock, which suits a separate
+// lock file but not a state file read and written under its own lock.
+package fixedfilestore

@@ -1,0 +1,26 @@
+//go:build !linux && !darwin
+
+package fixedfilestore
+
+import (
+	"errors"
+	"runtime"
+	"time"
+
+	"github.com/ratelab/ratelab"
+)
+
+const oNoFollow = 0
+
+func supported() error {
+	return errors.New("fixedfilestore: needs flock(2) semantics (advisory whole-file locks owned by the open file, " +
+		"released when the holder dies), available on Linux and macOS, not on " + runtime.GOOS)
+}
+
+func (s *Store) update(string, time.Time, time.Duration) (ratelab.State, error) {
+	return ratelab.State{}, supported()
+}
+
+func tryLock(int) (bool, error) { return false, supported() }
+
+func unlock(int) {}

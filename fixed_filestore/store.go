@@ -1,0 +1,247 @@
+package fixedfilestore
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/ratelab/ratelab"
+)
+
+// DirName is the directory under the base directory that holds state files.
+const DirName = "rate-limits"
+
+// DefaultLockWait is how long a hit waits for a key's lock by default.
+const DefaultLockWait = 3 * time.Second
+
+// maxStateSize bounds what a state file may hold; the largest valid state,
+// {"count":9223372036854775807,"reset_at":9223372036854775807}, is 59 bytes.
+const maxStateSize = 512
+
+// ErrLockTimeout is the cause reported when a key's lock was not acquired
+// within Options.LockWait.
+var ErrLockTimeout = errors.New("fixedfilestore: timed out waiting for the lock")
+
+// Options configure a Store. The zero value is the original's behaviour:
+// fail open, with a bounded lock wait added.
+type Options struct {
+	// FailPolicy says what a hit does when the state cannot be reached.
+	FailPolicy ratelab.FailPolicy
+	// LockWait bounds how long a hit waits for a key's lock; 0 means
+	// DefaultLockWait. A holder that hangs longer makes the hit follow
+	// FailPolicy instead of hanging the request.
+	LockWait time.Duration
+	// Logger receives a line for every hit that could not be recorded and
+	// every state file that had to be repaired; nil means slog.Default().
+	Logger *slog.Logger
+	// Clock is the time source of Hit and Sweep; nil means time.Now.
+	Clock func() time.Time
+}
+
+// Store is a file-backed fixed-window store. It is safe for concurrent use
+// by any number of goroutines and processes on one machine: all of them are
+// serialised per key by flock(2). A Store holds no open files between hits.
+type Store struct {
+	dir      string
+	policy   ratelab.FailPolicy
+	lockWait time.Duration
+	log      *slog.Logger
+	now      func() time.Time
+
+	// testHookOpened, if set, runs after a hit opened its file and before it
+	// locks it: the window in which a sweep may unlink the file.
+	testHookOpened func()
+}
+
+// New returns a Store keeping state under base/rate-limits. The base
+// directory must exist; rate-limits is created 0700 if absent. New refuses a
+// base or state directory that is a symlink or not a directory, and, outside
+// Linux and macOS, any base at all.
+func New(base string, opts Options) (*Store, error) {
+	if err := supported(); err != nil {
+		return nil, err
+	}
+	if opts.LockWait < 0 {
+		return nil, fmt.Errorf("fixedfilestore: lock wait %v must not be negative", opts.LockWait)
+	}
+	if opts.FailPolicy != ratelab.FailOpen && opts.FailPolicy != ratelab.FailClosed {
+		return nil, fmt.Errorf("fixedfilestore: unknown fail policy %v", opts.FailPolicy)
+	}
+	if base == "" {
+		return nil, errors.New("fixedfilestore: base directory is empty: name the directory that holds rate-limits/")
+	}
+	if err := checkDir(base); err != nil {
+		return nil, err
+	}
+	s := &Store{
+		dir:      filepath.Join(base, DirName),
+		policy:   opts.FailPolicy,
+		lockWait: cmp(opts.LockWait, DefaultLockWait),
+		log:      opts.Logger,
+		now:      opts.Clock,
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if err := os.Mkdir(s.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("fixedfilestore: create state directory: %w", err)
+	}
+	if err := checkDir(s.dir); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func cmp(d, fallback time.Duration) time.Duration {
+	if d == 0 {
+		return fallback
+	}
+	return d
+}
+
+// checkDir reports an error unless path is a real directory.
+func checkDir(path string) error {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("fixedfilestore: directory %s does not exist: create it, or point the store at one that does", path)
+	case err != nil:
+		return fmt.Errorf("fixedfilestore: %w", err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("fixedfilestore: %s is a symlink: refusing to follow it; use the real directory", path)
+	case !fi.IsDir():
+		return fmt.Errorf("fixedfilestore: %s is not a directory", path)
+	}
+	return nil
+}
+
+// Dir returns the directory holding the state files.
+func (s *Store) Dir() string { return s.dir }
+
+// Path returns the state file of key: the hex SHA-256 of the key, so any
+// key gives a safe, fixed-length name.
+func (s *Store) Path(key string) string {
+	return filepath.Join(s.dir, FileName(key))
+}
+
+// FileName returns the name of key's state file inside the state directory.
+func FileName(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:]) + ".json"
+}
+
+// Hit records one hit for key now; it is HitAt(key, window, clock()).
+func (s *Store) Hit(key string, window time.Duration) (ratelab.Hit, error) {
+	return s.HitAt(key, window, s.now())
+}
+
+// HitAt records one hit for key at now, in a window of the given length,
+// and returns the window after the hit.
+//
+// When the state cannot be reached, a fail-open store logs the cause and
+// returns a fresh window's first hit with NotCounted set; a fail-closed store
+// logs and returns an error wrapping ratelab.ErrUnavailable. An invalid
+// window is an error under either policy.
+func (s *Store) HitAt(key string, window time.Duration, now time.Time) (ratelab.Hit, error) {
+	if err := ratelab.CheckWindow(window); err != nil {
+		return ratelab.Hit{}, err
+	}
+	path := s.Path(key)
+	st, err := s.update(path, now, window)
+	if err == nil {
+		return st.Hit(), nil
+	}
+	if s.policy == ratelab.FailClosed {
+		s.log.Error("fixedfilestore: hit refused (fail-closed): rate-limit state unavailable", "path", path, "err", err)
+		return ratelab.Hit{}, fmt.Errorf("fixedfilestore: %s: %w: %w", path, ratelab.ErrUnavailable, err)
+	}
+	s.log.Warn("fixedfilestore: hit not counted (fail-open): rate-limit state unavailable", "path", path, "err", err)
+	return ratelab.FreshHit(now, window, err), nil
+}
+
+// maxReopen bounds how often one hit starts over because a sweep removed
+// the file it had opened. Each start over needs a whole sweep of that file
+// in between, so this is never reached in practice.
+const maxReopen = 8
+
+var errReplaced = errors.New("fixedfilestore: locked file is no longer at its path")
+
+// next decodes the state read from path, applies one hit at now and returns
+// the new state, and its encoding appended to dst. Corrupt state and clamped
+// windows are logged here, so the platform code only moves bytes.
+func (s *Store) next(dst, old []byte, path string, now time.Time, window time.Duration) (ratelab.State, []byte) {
+	prev, err := Decode(old)
+	if err != nil {
+		s.log.Warn("fixedfilestore: corrupt state replaced by a fresh window", "path", path, "err", err, "content", quote(old))
+		prev = ratelab.State{}
+	}
+	st, clamped := prev.Next(now, window)
+	if clamped {
+		s.log.Warn("fixedfilestore: reset_at was more than one window ahead (clock stepped back or file edited); window clamped",
+			"path", path, "reset_at", prev.ResetAt, "now", now.Unix(), "clamped_to", st.ResetAt)
+	}
+	return st, Encode(dst, st)
+}
+
+// Encode appends the JSON form of st to dst, byte for byte as PHP's
+// json_encode(['count' => N, 'reset_at' => T]) writes it.
+func Encode(dst []byte, st ratelab.State) []byte {
+	dst = append(dst, `{"count":`...)
+	dst = strconv.AppendInt(dst, st.Count, 10)
+	dst = append(dst, `,"reset_at":`...)
+	dst = strconv.AppendInt(dst, st.ResetAt, 10)
+	return append(dst, '}')
+}
+
+// Decode parses a state file. Empty content is the absent state (a file
+// just created). Anything else must be one JSON object with an integer count
+// of at least zero and a positive integer reset_at; anything else is an
+// error that says what is wrong.
+func Decode(b []byte) (ratelab.State, error) {
+	if len(b) == 0 {
+		return ratelab.State{}, nil
+	}
+	if len(b) > maxStateSize {
+		return ratelab.State{}, fmt.Errorf("fixedfilestore: state is larger than %d bytes", maxStateSize)
+	}
+	var raw struct {
+		Count   *int64 `json:"count"`
+		ResetAt *int64 `json:"reset_at"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&raw); err != nil {
+		return ratelab.State{}, fmt.Errorf("fixedfilestore: state is not valid JSON: %w", err)
+	}
+	if dec.More() {
+		return ratelab.State{}, errors.New("fixedfilestore: state has data after its JSON object")
+	}
+	switch {
+	case raw.Count == nil || raw.ResetAt == nil:
+		return ratelab.State{}, errors.New(`fixedfilestore: state lacks "count" or "reset_at"`)
+	case *raw.Count < 0:
+		return ratelab.State{}, fmt.Errorf("fixedfilestore: state count %d is negative", *raw.Count)
+	case *raw.ResetAt <= 0:
+		return ratelab.State{}, fmt.Errorf("fixedfilestore: state reset_at %d is not a Unix time", *raw.ResetAt)
+	}
+	return ratelab.State{Count: *raw.Count, ResetAt: *raw.ResetAt}, nil
+}
+
+// quote shows at most 64 bytes of b for a log line.
+func quote(b []byte) string {
+	if len(b) > 64 {
+		return strconv.Quote(string(b[:64])) + "…"
+	}
+	return strconv.Quote(string(b))
+}
