@@ -4,7 +4,12 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all test fmt-check vet staticcheck cross test-race demo bench
+.PHONY: all test fmt-check vet staticcheck cross test-race demo demo-broken demo-fixed \
+	serve-broken serve-fixed bench bin/ratelab
+
+# The demos' workload: enough requests that a pool of 4 shows its 4 × 30.
+DEMO_FLAGS ?= -requests 130 -limit 30 -window 1h -workers 4 -concurrency 8
+SERVE_FLAGS ?= -model cgi -addr 127.0.0.1:8080
 
 all: test
 
@@ -29,9 +34,28 @@ cross:
 test-race:
 	$(GO) test -race -count=1 $(PKGS)
 
-## demo: the main job
-demo:
-	$(GO) test -count=1 -v -run 'Example|AcrossInstances' ./broken_inmemory ./fixed_filestore
+bin/ratelab:
+	$(GO) build -o $@ ./harness/cmd/ratelab
+
+## demo: every demonstration; exits non-zero if any observation differs from its claim
+demo: demo-broken demo-fixed
+
+## demo-broken: the in-memory store under single, pool and cgi — 429 only in single
+demo-broken: bin/ratelab
+	@echo "== demo-broken: the in-memory limiter under three execution models"
+	@bin/ratelab demo -store memory $(DEMO_FLAGS)
+
+## demo-fixed: the file store under the same models — 429 from #31 in all of them
+demo-fixed: bin/ratelab
+	@echo "== demo-fixed: the flock(2) file store under the same three models"
+	@bin/ratelab demo -store file $(DEMO_FLAGS)
+
+## serve-broken / serve-fixed: a server to curl in a workshop (Ctrl-C stops it)
+serve-broken: bin/ratelab
+	bin/ratelab serve -store memory $(SERVE_FLAGS)
+
+serve-fixed: bin/ratelab
+	bin/ratelab serve -store file $(SERVE_FLAGS)
 
 ## bench: the file store against the syscall floor and the original's write
 bench:

@@ -143,10 +143,14 @@ func pread(fd int, buf []byte) (int, error) {
 // keeps the lock for some microseconds, so most waits end in the first few
 // polls, and a hung holder costs a waiter at most wait.
 func lockWithin(fd int, wait time.Duration) error {
+	return lockWithinMode(fd, syscall.LOCK_EX, wait)
+}
+
+func lockWithinMode(fd, mode int, wait time.Duration) error {
 	var deadline time.Time
 	delay := 20 * time.Microsecond
 	for {
-		err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
+		err := syscall.Flock(fd, mode|syscall.LOCK_NB)
 		switch {
 		case err == nil:
 			return nil
@@ -187,4 +191,34 @@ func unlock(fd int) { _ = syscall.Flock(fd, syscall.LOCK_UN) }
 func unlockClose(fd int) {
 	unlock(fd)
 	syscall.Close(fd)
+}
+
+// readShared reads the state file at path under a shared lock, so that it
+// never sees a write half done, waiting at most wait for the lock.
+func readShared(path string, wait time.Duration) ([]byte, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%s is a symlink: refusing to follow it", path)
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer syscall.Close(fd)
+	if err := lockWithinMode(fd, syscall.LOCK_SH, wait); err != nil {
+		return nil, err
+	}
+	defer unlock(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nil, &fs.PathError{Op: "fstat", Path: path, Err: err}
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	buf := make([]byte, maxStateSize+1)
+	n, err := pread(fd, buf)
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+	}
+	return buf[:n], nil
 }

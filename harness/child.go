@@ -1,0 +1,267 @@
+package harness
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/cgi"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/ratelab/ratelab"
+	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
+	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
+)
+
+// EnvRole is the one environment variable that turns a re-executed binary
+// into a child. Its values are the roles below; the rest of a child's
+// configuration travels in the RATELAB_* variables of [App.env].
+const EnvRole = "RATELAB_CHILD"
+
+const (
+	roleServer = "server" // a long-lived HTTP worker (single, pool)
+	roleCGI    = "cgi"    // one request under net/http/cgi, then exit
+)
+
+// Lines a child prints on stdout for its parent.
+const (
+	readyPrefix  = "ratelab-child ready "
+	resultPrefix = "ratelab-child result "
+)
+
+// RunChildIfRequested runs the child role named by RATELAB_CHILD, and exits
+// the process when it is done. In a parent, where the variable is unset, it
+// returns at once. Call it first thing in TestMain, before m.Run, and in
+// main, before parsing flags: the same binary is both parent and child.
+func RunChildIfRequested() {
+	role, ok := os.LookupEnv(EnvRole)
+	if !ok {
+		return
+	}
+	var err error
+	switch role {
+	case roleServer:
+		err = serveChild(os.Stdin, os.Stdout)
+	case roleCGI:
+		err = cgiChild()
+	default:
+		err = fmt.Errorf("unknown role %q", role)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ratelab child (pid %d, role %s): %v\n", os.Getpid(), role, err)
+		os.Exit(2)
+	}
+	os.Exit(0)
+}
+
+// App is the limited endpoint every execution model serves: one "start a
+// demo" endpoint behind the limiter, keyed as the original keys it, on the
+// client's address.
+type App struct {
+	Store      string // "memory" or "file"
+	Dir        string // base directory of the file store
+	Limit      int
+	Window     time.Duration
+	FailPolicy ratelab.FailPolicy
+}
+
+// KeyPrefix is the original's key prefix; the key is this plus the
+// client's address.
+const KeyPrefix = "demo-start:ip:"
+
+// Validate reports the first thing wrong with a, in words a user can act on.
+func (a App) Validate() error {
+	switch a.Store {
+	case "memory":
+	case "file":
+		if a.Dir == "" {
+			return errors.New("harness: the file store needs a directory (-dir)")
+		}
+	default:
+		return fmt.Errorf("harness: unknown store %q: use memory or file", a.Store)
+	}
+	if a.Limit <= 0 {
+		return fmt.Errorf("harness: limit %d must be positive", a.Limit)
+	}
+	return ratelab.CheckWindow(a.Window)
+}
+
+func (a App) env(role string) []string {
+	return []string{
+		EnvRole + "=" + role,
+		"RATELAB_STORE=" + a.Store,
+		"RATELAB_DIR=" + a.Dir,
+		"RATELAB_LIMIT=" + strconv.Itoa(a.Limit),
+		"RATELAB_WINDOW=" + a.Window.String(),
+		"RATELAB_FAIL=" + a.FailPolicy.String(),
+		// A binary built with -race sleeps a second on exit by default;
+		// a CGI child exits after every request. Keep any other setting.
+		"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"),
+	}
+}
+
+func appFromEnv() (App, error) {
+	a := App{Store: os.Getenv("RATELAB_STORE"), Dir: os.Getenv("RATELAB_DIR")}
+	var err error
+	if a.Limit, err = strconv.Atoi(os.Getenv("RATELAB_LIMIT")); err != nil {
+		return a, fmt.Errorf("RATELAB_LIMIT: %w", err)
+	}
+	if a.Window, err = time.ParseDuration(os.Getenv("RATELAB_WINDOW")); err != nil {
+		return a, fmt.Errorf("RATELAB_WINDOW: %w", err)
+	}
+	if a.FailPolicy, err = ratelab.ParseFailPolicy(os.Getenv("RATELAB_FAIL")); err != nil {
+		return a, err
+	}
+	return a, a.Validate()
+}
+
+// Handler builds the endpoint with a store of its own. Called once per
+// process, it is exactly what the lesson is about: a memory store made here
+// lives and dies with this process.
+func (a App) Handler(logger *slog.Logger) (http.Handler, error) {
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
+	var store ratelab.Store
+	switch a.Store {
+	case "memory":
+		store = new(brokeninmemory.Store)
+	case "file":
+		s, err := fixedfilestore.New(a.Dir, fixedfilestore.Options{FailPolicy: a.FailPolicy, Logger: logger})
+		if err != nil {
+			return nil, err
+		}
+		store = s
+	}
+	l, err := ratelab.NewLimiter(store, a.Limit, a.Window)
+	if err != nil {
+		return nil, err
+	}
+	mw := &ratelab.Middleware{Limiter: l, Key: ratelab.RemoteAddrKey(KeyPrefix), Logger: logger}
+	pid := strconv.Itoa(os.Getpid())
+	return mw.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "demo started by process %s\n", pid)
+	})), nil
+}
+
+// withPID marks every response with the process that produced it, so a
+// reader running curl -i sees which process answered.
+func withPID(h http.Handler) http.Handler {
+	pid := strconv.Itoa(os.Getpid())
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Ratelab-Pid", pid)
+		h.ServeHTTP(w, r)
+	})
+}
+
+// serveChild is a long-lived worker: it serves the app on a loopback port,
+// prints its ready line, serves until its stdin closes (the parent is done
+// with it, or died), then prints its result line.
+func serveChild(stdin io.Reader, stdout io.Writer) error {
+	app, err := appFromEnv()
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	h, err := app.Handler(logger)
+	if err != nil {
+		return err
+	}
+	var served, allowed, throttled atomic.Int64
+	counted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(sw, r)
+		served.Add(1)
+		switch sw.status {
+		case http.StatusOK:
+			allowed.Add(1)
+		case http.StatusTooManyRequests:
+			throttled.Add(1)
+		}
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: withPID(counted), ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	fmt.Fprintf(stdout, "%saddr=%s pid=%d\n", readyPrefix, ln.Addr(), os.Getpid())
+
+	io.Copy(io.Discard, stdin) // until the parent closes our stdin
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		return err
+	}
+	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	fmt.Fprintf(stdout, "%spid=%d served=%d allowed=%d throttled=%d\n", resultPrefix,
+		os.Getpid(), served.Load(), allowed.Load(), throttled.Load())
+	return nil
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// cgiChild serves exactly one request as a CGI program: net/http/cgi reads
+// it from the CGI environment and stdin and writes the response to stdout.
+// REMOTE_ADDR becomes the request's RemoteAddr, so the key is the client's
+// address, as on shared hosting. Nothing else may be printed on stdout.
+func cgiChild() error {
+	if os.Getenv("GATEWAY_INTERFACE") == "" {
+		return errors.New("the cgi role runs only under a CGI host (GATEWAY_INTERFACE is unset)")
+	}
+	app, err := appFromEnv()
+	if err != nil {
+		return err
+	}
+	h, err := app.Handler(slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	if err != nil {
+		return err
+	}
+	return cgi.Serve(withPID(h))
+}
+
+// readLine reads one line with the given prefix from r, giving up after
+// timeout. It returns the rest of the line.
+func readLine(r *bufio.Reader, prefix string, timeout time.Duration) (string, error) {
+	type result struct {
+		line string
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		line, err := r.ReadString('\n')
+		ch <- result{line, err}
+	}()
+	select {
+	case res := <-ch:
+		if res.err != nil {
+			return "", fmt.Errorf("no %q line: %w", prefix, res.err)
+		}
+		line := res.line[:len(res.line)-1]
+		if len(line) < len(prefix) || line[:len(prefix)] != prefix {
+			return "", fmt.Errorf("expected a %q line, got %q", prefix, line)
+		}
+		return line[len(prefix):], nil
+	case <-time.After(timeout):
+		return "", fmt.Errorf("no %q line within %v", prefix, timeout)
+	}
+}

@@ -1,0 +1,396 @@
+// Command ratelab runs the repository's demonstrations and lets you poke
+// at a rate limiter by hand.
+//
+//	ratelab demo    -store memory|file [-requests 40] [-limit 30] [-window 1h] [-workers 4] [-concurrency 8]
+//	ratelab serve   -model cgi|pool|single -store memory|file [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR]
+//	ratelab hit     -dir DIR -key KEY [-limit 30] [-window 1h] [-at RFC3339] [-fail open|closed]
+//	ratelab inspect -dir DIR [-at RFC3339]
+//	ratelab sweep   -dir DIR -window 1h [-at RFC3339]
+//
+// DIR is the base directory; state lives in DIR/rate-limits. Exit status:
+// 0 success (for hit: allowed), 3 throttled (hit only), 2 bad usage, 1
+// failure — including a demo that observed something other than it claims.
+//
+// The binary is also every child process the demos and serve start:
+// harness.RunChildIfRequested runs first in main.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ratelab/ratelab"
+	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
+	"github.com/ratelab/ratelab/harness"
+)
+
+const (
+	exitOK        = 0
+	exitFailure   = 1
+	exitUsage     = 2
+	exitThrottled = 3
+)
+
+func main() {
+	harness.RunChildIfRequested()
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// usageError is bad input: one line on stderr, exit 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+var commands = map[string]func(args []string, stdout, stderr io.Writer) (int, error){
+	"demo":    cmdDemo,
+	"serve":   cmdServe,
+	"hit":     cmdHit,
+	"inspect": cmdInspect,
+	"sweep":   cmdSweep,
+}
+
+const usage = `usage:
+  ratelab demo    -store memory|file [-requests 40] [-limit 30] [-window 1h] [-workers 4] [-concurrency 8]
+  ratelab serve   -model cgi|pool|single -store memory|file [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR]
+  ratelab hit     -dir DIR -key KEY [-limit 30] [-window 1h] [-at RFC3339] [-fail open|closed]
+  ratelab inspect -dir DIR [-at RFC3339]
+  ratelab sweep   -dir DIR -window 1h [-at RFC3339]
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	if args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "ratelab: unknown command %q: use demo, serve, hit, inspect or sweep\n", args[0])
+		return exitUsage
+	}
+	code, err := cmd(args[1:], stdout, stderr)
+	var ue usageError
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "ratelab %s: %s\n", args[0], ue.msg)
+		return exitUsage
+	case err != nil:
+		fmt.Fprintf(stderr, "ratelab %s: %v\n", args[0], err)
+		return exitFailure
+	}
+	return code
+}
+
+// flags is a flag set that reports bad flags as one usage line.
+type flags struct {
+	*flag.FlagSet
+	limit   int
+	window  time.Duration
+	workers int
+	dir     string
+	at      string
+	stdout  io.Writer
+}
+
+func newFlags(name string, stdout io.Writer) *flags {
+	f := &flags{FlagSet: flag.NewFlagSet("ratelab "+name, flag.ContinueOnError), stdout: stdout}
+	f.Usage = func() {} // errors are reported as one line by parse
+	f.SetOutput(io.Discard)
+	return f
+}
+
+func (f *flags) common(limit, window, workers, dir, at bool) {
+	if limit {
+		f.IntVar(&f.limit, "limit", 30, "hits allowed per window (> 0)")
+	}
+	if window {
+		f.DurationVar(&f.window, "window", time.Hour, "window length, whole seconds (> 0)")
+	}
+	if workers {
+		f.IntVar(&f.workers, "workers", 4, "worker processes of the pool model (> 0)")
+	}
+	if dir {
+		f.StringVar(&f.dir, "dir", "", "base directory; state lives in DIR/rate-limits")
+	}
+	if at {
+		f.StringVar(&f.at, "at", "", "the time to act at, RFC 3339 (default: now)")
+	}
+}
+
+func (f *flags) parse(args []string) error {
+	err := f.Parse(args)
+	if errors.Is(err, flag.ErrHelp) { // asked for: print the flags on stdout
+		fmt.Fprintf(f.stdout, "usage of %s:\n", f.Name())
+		f.SetOutput(f.stdout)
+		f.PrintDefaults()
+		return err
+	}
+	if err != nil {
+		return usagef("%v (see ratelab %s -h)", err, strings.TrimPrefix(f.Name(), "ratelab "))
+	}
+	if f.NArg() > 0 {
+		return usagef("unexpected argument %q", f.Arg(0))
+	}
+	if f.Lookup("limit") != nil && f.limit <= 0 {
+		return usagef("-limit %d must be positive", f.limit)
+	}
+	if f.Lookup("window") != nil {
+		if err := ratelab.CheckWindow(f.window); err != nil {
+			return usagef("-window %v must be a whole number of seconds, at least 1s", f.window)
+		}
+	}
+	if f.Lookup("workers") != nil && f.workers <= 0 {
+		return usagef("-workers %d must be positive", f.workers)
+	}
+	return nil
+}
+
+func (f *flags) now() (time.Time, error) {
+	if f.at == "" {
+		return time.Now(), nil
+	}
+	t, err := time.Parse(time.RFC3339, f.at)
+	if err != nil {
+		return time.Time{}, usagef("-at %q is not an RFC 3339 time such as 2026-07-09T00:59:59Z", f.at)
+	}
+	return t, nil
+}
+
+// openStore opens the file store at -dir; a missing or unusable directory
+// is bad input.
+func (f *flags) openStore(policy ratelab.FailPolicy) (*fixedfilestore.Store, error) {
+	if f.dir == "" {
+		return nil, usagef("-dir is required")
+	}
+	s, err := fixedfilestore.New(f.dir, fixedfilestore.Options{FailPolicy: policy})
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	return s, nil
+}
+
+func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
+	f := newFlags("demo", stdout)
+	store := f.String("store", "", "memory or file (required)")
+	requests := f.Int("requests", 40, "requests from one client address (> 0)")
+	conc := f.Int("concurrency", 8, "requests in flight in the burst; 1 sends only one by one")
+	f.common(true, true, true, false, false)
+	if err := f.parse(args); err != nil {
+		return 0, err
+	}
+	if *store != "memory" && *store != "file" {
+		return 0, usagef("-store %q: use memory or file", *store)
+	}
+	if *requests <= 0 || *conc <= 0 {
+		return 0, usagef("-requests and -concurrency must be positive")
+	}
+	dir, err := os.MkdirTemp("", "ratelab-demo-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+
+	app := harness.App{Limit: f.limit, Window: f.window}
+	rep, err := harness.Demo(context.Background(), *store, app, f.workers,
+		harness.Workload{Requests: *requests, Concurrency: *conc}, dir, stderr)
+	if err != nil {
+		return 0, err
+	}
+	fmt.Fprintln(stdout)
+	rep.Print(stdout)
+	fmt.Fprintln(stdout)
+	if !rep.Pass() {
+		fmt.Fprintln(stdout, "FAIL: what ran differs from what the demo claims (see the rows marked FAIL)")
+		return exitFailure, nil
+	}
+	fmt.Fprintln(stdout, "PASS: every row shows what the demo claims")
+	return exitOK, nil
+}
+
+func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
+	f := newFlags("serve", stdout)
+	model := f.String("model", "", "cgi, pool or single (required)")
+	store := f.String("store", "", "memory or file (required)")
+	addr := f.String("addr", "127.0.0.1:8080", "address to listen on")
+	f.common(true, true, true, true, false)
+	if err := f.parse(args); err != nil {
+		return 0, err
+	}
+	m, err := harness.ParseModel(*model)
+	if err != nil {
+		return 0, usagef("-model %q: use cgi, pool or single", *model)
+	}
+	app := harness.App{Store: *store, Limit: f.limit, Window: f.window, Dir: f.dir}
+	if *store == "file" && f.dir == "" {
+		d, err := os.MkdirTemp("", "ratelab-serve-")
+		if err != nil {
+			return 0, err
+		}
+		defer os.RemoveAll(d)
+		app.Dir = d
+	}
+	if err := app.Validate(); err != nil {
+		return 0, usagef("%v", strings.TrimPrefix(err.Error(), "harness: "))
+	}
+	h, err := harness.Start(harness.Config{Model: m, App: app, Workers: f.workers, Addr: *addr})
+	if err != nil {
+		return 0, err
+	}
+	fmt.Fprintln(stdout, h.URL)
+	fmt.Fprintf(stderr, "serving model=%s store=%s limit %d per %v", m, app.Store, app.Limit, app.Window)
+	if app.Store == "file" {
+		fmt.Fprintf(stderr, " state in %s", app.Dir)
+	}
+	fmt.Fprintf(stderr, "\ntry: for i in $(seq 35); do curl -s -o /dev/null -w '%%{http_code} ' -X POST %s; done; echo\nCtrl-C stops it\n", h.URL)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	if err := h.Close(); err != nil {
+		return 0, err
+	}
+	return exitOK, nil
+}
+
+// hitResult is the JSON line ratelab hit prints.
+type hitResult struct {
+	Allowed    bool   `json:"allowed"`
+	Count      int64  `json:"count"`
+	Limit      int    `json:"limit"`
+	ResetAt    int64  `json:"reset_at"`
+	RetryAfter int64  `json:"retry_after"`
+	NotCounted string `json:"not_counted,omitempty"`
+}
+
+func cmdHit(args []string, stdout, stderr io.Writer) (int, error) {
+	f := newFlags("hit", stdout)
+	key := f.String("key", "", "the key to count, e.g. demo-start:ip:203.0.113.7 (required)")
+	fail := f.String("fail", "open", "what to do when the state cannot be reached: open or closed")
+	f.common(true, true, false, true, true)
+	if err := f.parse(args); err != nil {
+		return 0, err
+	}
+	if *key == "" {
+		return 0, usagef("-key is required")
+	}
+	policy, err := ratelab.ParseFailPolicy(*fail)
+	if err != nil {
+		return 0, usagef("-fail %q: use open or closed", *fail)
+	}
+	now, err := f.now()
+	if err != nil {
+		return 0, err
+	}
+	store, err := f.openStore(policy)
+	if err != nil {
+		return 0, err
+	}
+	l, err := ratelab.NewLimiter(store, f.limit, f.window)
+	if err != nil {
+		return 0, usagef("%v", err)
+	}
+	d, err := l.AllowAt(*key, now)
+	if err != nil {
+		return 0, err
+	}
+	res := hitResult{Allowed: d.Allowed, Count: d.Count, Limit: f.limit, ResetAt: d.ResetAt.Unix()}
+	if !d.Allowed {
+		res.RetryAfter = int64(d.ResetIn / time.Second)
+	}
+	if d.NotCounted != nil {
+		res.NotCounted = d.NotCounted.Error()
+	}
+	if err := json.NewEncoder(stdout).Encode(res); err != nil {
+		return 0, err
+	}
+	if !d.Allowed {
+		return exitThrottled, nil
+	}
+	return exitOK, nil
+}
+
+func cmdInspect(args []string, stdout, stderr io.Writer) (int, error) {
+	f := newFlags("inspect", stdout)
+	f.common(false, false, false, true, true)
+	if err := f.parse(args); err != nil {
+		return 0, err
+	}
+	now, err := f.now()
+	if err != nil {
+		return 0, err
+	}
+	store, err := f.openStore(ratelab.FailOpen)
+	if err != nil {
+		return 0, err
+	}
+	entries, err := store.Inspect()
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range entries {
+		if e.Err != nil {
+			fmt.Fprintf(stdout, "%s  unreadable: %v\n", e.Name, e.Err)
+			continue
+		}
+		status := "expired"
+		if e.Live(now) {
+			status = "live"
+		}
+		fmt.Fprintf(stdout, "%s  count=%d  reset_at=%d (%s)  %s\n", e.Name, e.State.Count, e.State.ResetAt,
+			time.Unix(e.State.ResetAt, 0).UTC().Format(time.RFC3339), status)
+	}
+	fmt.Fprintf(stdout, "%d state files in %s\n", len(entries), store.Dir())
+	return exitOK, nil
+}
+
+func cmdSweep(args []string, stdout, stderr io.Writer) (int, error) {
+	f := newFlags("sweep", stdout)
+	f.common(false, true, false, true, true)
+	if err := f.parse(args); err != nil {
+		return 0, err
+	}
+	now, err := f.now()
+	if err != nil {
+		return 0, err
+	}
+	store, err := f.openStore(ratelab.FailOpen)
+	if err != nil {
+		return 0, err
+	}
+	report, err := store.SweepAt(f.window, now)
+	if err != nil {
+		return 0, err
+	}
+	counts := map[fixedfilestore.SweepAction]int{}
+	for _, e := range report {
+		counts[e.Action]++
+		line := fmt.Sprintf("%-7s %s", e.Action, e.Name)
+		if !e.ModTime.IsZero() {
+			line += "  mtime " + e.ModTime.UTC().Format(time.RFC3339)
+		}
+		if e.Reason != "" {
+			line += "  (" + e.Reason + ")"
+		}
+		fmt.Fprintln(stdout, line)
+	}
+	fmt.Fprintf(stdout, "removed %d, kept %d, busy %d, skipped %d (cutoff: mtime before %s)\n",
+		counts[fixedfilestore.Removed], counts[fixedfilestore.Kept], counts[fixedfilestore.Busy], counts[fixedfilestore.Skipped],
+		now.Add(-2*f.window).UTC().Format(time.RFC3339))
+	return exitOK, nil
+}

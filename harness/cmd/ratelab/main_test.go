@@ -1,0 +1,223 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ratelab/ratelab/harness"
+)
+
+// envRunCLI makes a re-executed test binary run the command line in its
+// arguments, as the real binary would; harness children are dispatched
+// first, exactly as in main.
+const envRunCLI = "RATELAB_TEST_RUN_CLI"
+
+func TestMain(m *testing.M) {
+	harness.RunChildIfRequested()
+	if os.Getenv(envRunCLI) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func cli(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestHitExitCodesAndJSON(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"hit", "-dir", dir, "-key", "demo-start:ip:203.0.113.7", "-limit", "2", "-window", "1h"}
+	at := func(s string) []string { return append(append([]string{}, args...), "-at", s) }
+
+	for i, want := range []struct {
+		code  int
+		count int64
+	}{{0, 1}, {0, 2}, {3, 3}} {
+		code, out, errOut := cli(at("2026-07-09T00:00:00Z")...)
+		assert.Equal(t, want.code, code, "hit %d exit code (stderr %q)", i+1, errOut)
+		var res hitResult
+		require.NoError(t, json.Unmarshal([]byte(out), &res), "hit %d output %q", i+1, out)
+		assert.Equal(t, want.count, res.Count)
+		assert.Equal(t, want.code == 0, res.Allowed)
+		assert.Equal(t, 2, res.Limit)
+		assert.Equal(t, int64(1783558800), res.ResetAt)
+		if want.code == 3 {
+			assert.Equal(t, int64(3600), res.RetryAfter)
+		}
+		assert.Equal(t, 1, strings.Count(out, "\n"), "one JSON line")
+	}
+	// One second before the window ends, still throttled; at its end, a new window.
+	code, out, _ := cli(at("2026-07-09T00:59:59Z")...)
+	assert.Equal(t, 3, code)
+	assert.Contains(t, out, `"retry_after":1`)
+	code, out, _ = cli(at("2026-07-09T01:00:00Z")...)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, `"count":1`)
+}
+
+func TestBadUsageIsOneLineAndExit2(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, "usage:"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"hit", "-dir", dir, "-key", "k", "-bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"hit", "-dir", dir}, "-key is required"},
+		{[]string{"hit", "-key", "k"}, "-dir is required"},
+		{[]string{"hit", "-dir", dir, "-key", "k", "-limit", "0"}, "-limit 0 must be positive"},
+		{[]string{"hit", "-dir", dir, "-key", "k", "-limit", "-3"}, "-limit -3 must be positive"},
+		{[]string{"hit", "-dir", dir, "-key", "k", "-window", "0s"}, "-window 0s must be a whole number of seconds"},
+		{[]string{"hit", "-dir", dir, "-key", "k", "-window", "1500ms"}, "whole number of seconds"},
+		{[]string{"hit", "-dir", dir, "-key", "k", "-at", "yesterday"}, "not an RFC 3339 time"},
+		{[]string{"hit", "-dir", dir, "-key", "k", "-fail", "maybe"}, "use open or closed"},
+		{[]string{"hit", "-dir", filepath.Join(dir, "missing"), "-key", "k"}, "does not exist"},
+		{[]string{"hit", "-dir", dir, "-key", "k", "extra"}, `unexpected argument "extra"`},
+		{[]string{"serve", "-model", "fpm", "-store", "memory"}, "use cgi, pool or single"},
+		{[]string{"serve", "-model", "cgi", "-store", "redis"}, "unknown store"},
+		{[]string{"serve", "-model", "pool", "-store", "memory", "-workers", "0"}, "-workers 0 must be positive"},
+		{[]string{"demo", "-store", "apcu"}, "use memory or file"},
+		{[]string{"demo", "-store", "memory", "-requests", "0"}, "must be positive"},
+		{[]string{"inspect", "-dir", filepath.Join(dir, "missing")}, "does not exist"},
+		{[]string{"sweep", "-dir", dir, "-window", "-1h"}, "-window -1h0m0s must be a whole number"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, out, errOut := cli(tt.args...)
+			assert.Equal(t, 2, code)
+			assert.Contains(t, errOut, tt.want)
+			assert.Empty(t, out)
+			if len(tt.args) > 0 {
+				assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
+			}
+		})
+	}
+}
+
+func TestHelpExitsZero(t *testing.T) {
+	code, out, _ := cli("hit", "-h")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "-key")
+}
+
+func TestHitFailClosedIsAFailure(t *testing.T) {
+	base := t.TempDir()
+	code, _, _ := cli("hit", "-dir", base, "-key", "k")
+	require.Equal(t, 0, code)
+	// Something that is not a file where the state belongs.
+	entries, err := os.ReadDir(filepath.Join(base, "rate-limits"))
+	require.NoError(t, err)
+	path := filepath.Join(base, "rate-limits", entries[0].Name())
+	require.NoError(t, os.Remove(path))
+	require.NoError(t, os.Mkdir(path, 0o700))
+
+	code, out, errOut := cli("hit", "-dir", base, "-key", "k", "-fail", "closed")
+	assert.Equal(t, 1, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "rate-limit state unavailable")
+
+	code, out, _ = cli("hit", "-dir", base, "-key", "k", "-fail", "open")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, `"not_counted":`)
+}
+
+func TestInspectAndSweep(t *testing.T) {
+	base := t.TempDir()
+	for _, key := range []string{"a", "a", "b"} {
+		code, _, errOut := cli("hit", "-dir", base, "-key", key, "-at", "2026-07-09T00:00:00Z")
+		require.Equal(t, 0, code, errOut)
+	}
+	garbage := filepath.Join(base, "rate-limits", strings.Repeat("0", 64)+".json")
+	require.NoError(t, os.WriteFile(garbage, []byte("{oops"), 0o600))
+
+	code, out, _ := cli("inspect", "-dir", base, "-at", "2026-07-09T00:30:00Z")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "count=2  reset_at=1783558800 (2026-07-09T01:00:00Z)  live")
+	assert.Contains(t, out, "count=1  reset_at=1783558800 (2026-07-09T01:00:00Z)  live")
+	assert.Contains(t, out, "unreadable: fixedfilestore: state is not valid JSON")
+	assert.Contains(t, out, "3 state files")
+
+	code, out, _ = cli("inspect", "-dir", base, "-at", "2026-07-09T01:00:00Z")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, 2, strings.Count(out, "  expired"))
+
+	// mtimes are real; sweep as if it were long after them.
+	later := time.Now().Add(3 * time.Hour).UTC().Format(time.RFC3339)
+	code, out, _ = cli("sweep", "-dir", base, "-window", "1h", "-at", later)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "removed 3, kept 0, busy 0, skipped 0")
+	code, out, _ = cli("sweep", "-dir", base, "-window", "1h")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "removed 0, kept 0, busy 0, skipped 0")
+}
+
+// serve, as a workshop participant runs it: the first line is the URL, curl
+// (here a plain HTTP client) sees 429 from #31 with the file store under
+// CGI, and Ctrl-C stops it cleanly.
+func TestServePrintsURLAndThrottles(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe, "serve", "-model", "cgi", "-store", "file", "-limit", "3", "-addr", "127.0.0.1:0", "-dir", t.TempDir())
+	cmd.Env = append(os.Environ(), envRunCLI+"=1")
+	stderr := new(syncBuffer)
+	cmd.Stderr = stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+
+	url, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err, "no URL line; stderr: %s", stderr.String())
+	url = strings.TrimSpace(url)
+	require.True(t, strings.HasPrefix(url, "http://127.0.0.1:"), "first line %q", url)
+
+	var codes []int
+	pids := map[string]bool{}
+	for range 4 {
+		resp, err := http.Post(url, "", nil)
+		require.NoError(t, err)
+		resp.Body.Close()
+		codes = append(codes, resp.StatusCode)
+		pids[resp.Header.Get("X-Ratelab-Pid")] = true
+	}
+	assert.Equal(t, []int{200, 200, 200, 429}, codes)
+	assert.Len(t, pids, 4, "under CGI every request is a new process")
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	require.NoError(t, cmd.Wait(), "serve must exit 0 on Ctrl-C; stderr: %s", stderr.String())
+}
+
+// syncBuffer is a bytes.Buffer that a child's stderr copier and the test
+// may use at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

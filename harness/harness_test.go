@@ -1,0 +1,168 @@
+package harness_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ratelab/ratelab/harness"
+)
+
+// The test binary is also every child process: RunChildIfRequested turns a
+// re-executed copy into a worker or a CGI program before any test runs.
+func TestMain(m *testing.M) {
+	harness.RunChildIfRequested()
+	os.Exit(m.Run())
+}
+
+func app(t *testing.T, store string) harness.App {
+	a := harness.App{Store: store, Limit: 30, Window: time.Hour}
+	if store == "file" {
+		a.Dir = t.TempDir()
+	}
+	return a
+}
+
+// Every model × store, one by one and as a burst: the exact counts the
+// lesson claims.
+func TestModelsAndStores(t *testing.T) {
+	tests := []struct {
+		model     harness.Model
+		store     string
+		requests  int
+		wantOK    int
+		wantFirst int // first 429 when sent one by one; 0 for none
+		wantProcs int
+	}{
+		{harness.Single, "memory", 40, 30, 31, 1},
+		{harness.Pool, "memory", 70, 60, 61, 2},
+		{harness.CGI, "memory", 40, 40, 0, 40},
+		{harness.Single, "file", 40, 30, 31, 1},
+		{harness.Pool, "file", 70, 30, 31, 2},
+		{harness.CGI, "file", 40, 30, 31, 40},
+	}
+	for _, tt := range tests {
+		for _, conc := range []int{1, 8} {
+			name := string(tt.model) + "/" + tt.store + "/one-by-one"
+			if conc > 1 {
+				name = string(tt.model) + "/" + tt.store + "/burst"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				row, err := harness.Run(context.Background(), harness.Scenario{
+					Model: tt.model, App: app(t, tt.store), Workers: 2,
+					Workload: harness.Workload{Requests: tt.requests, Concurrency: conc},
+				})
+				require.NoError(t, err)
+				assert.Equal(t, tt.wantOK, row.OK, "200s")
+				assert.Equal(t, tt.requests-tt.wantOK, row.Throttled, "429s")
+				assert.Equal(t, tt.wantProcs, row.Processes, "processes that answered")
+				if conc == 1 {
+					assert.Equal(t, tt.wantFirst, row.First429, "first 429")
+				}
+				if tt.wantFirst != 0 {
+					// The window opened with the first request, at most Wall ago.
+					assert.LessOrEqual(t, row.RetryAfter, 3600, "Retry-After of the first 429")
+					assert.GreaterOrEqual(t, row.RetryAfter, 3600-int(row.Wall/time.Second)-1, "Retry-After of the first 429")
+				}
+				assert.Empty(t, row.Problems)
+			})
+		}
+	}
+}
+
+// A child that fails loudly must fail the parent loudly, never pass in
+// silence.
+func TestChildFailuresAreLoud(t *testing.T) {
+	quiet := new(strings.Builder)
+	t.Run("worker exits before its ready line", func(t *testing.T) {
+		a := harness.App{Store: "file", Dir: filepath.Join(t.TempDir(), "missing"), Limit: 30, Window: time.Hour}
+		_, err := harness.Start(harness.Config{Model: harness.Single, App: a, Stderr: quiet})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "did not start")
+		assert.Contains(t, err.Error(), "does not exist", "the child's stderr is in the error")
+	})
+	t.Run("binary that is not a ratelab child prints nothing", func(t *testing.T) {
+		_, err := harness.Start(harness.Config{Model: harness.Pool, Workers: 2, App: app(t, "memory"), Exe: "/bin/true", Stderr: quiet})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "did not start")
+	})
+	t.Run("cgi child that crashes", func(t *testing.T) {
+		h, err := harness.Start(harness.Config{Model: harness.CGI, App: app(t, "memory"), Exe: "/bin/false", Stderr: quiet})
+		require.NoError(t, err)
+		defer h.Close()
+		_, err = harness.Send(context.Background(), h.URL, harness.Workload{Requests: 1, Concurrency: 1})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "unexpected 500")
+	})
+	t.Run("worker killed mid-run", func(t *testing.T) {
+		h, err := harness.Start(harness.Config{Model: harness.Pool, Workers: 2, App: app(t, "memory"), Stderr: quiet})
+		require.NoError(t, err)
+		_, err = harness.Send(context.Background(), h.URL, harness.Workload{Requests: 4, Concurrency: 1})
+		require.NoError(t, err)
+		p, err := os.FindProcess(h.Pids()[1])
+		require.NoError(t, err)
+		require.NoError(t, p.Kill())
+		err = h.Close()
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "gave no result")
+	})
+}
+
+func TestBadConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  harness.Config
+		want string
+	}{
+		{"unknown model", harness.Config{Model: "fpm", App: harness.App{Store: "memory", Limit: 1, Window: time.Hour}}, "unknown model"},
+		{"unknown store", harness.Config{Model: harness.Single, App: harness.App{Store: "apcu", Limit: 1, Window: time.Hour}}, "unknown store"},
+		{"zero limit", harness.Config{Model: harness.Single, App: harness.App{Store: "memory", Window: time.Hour}}, "must be positive"},
+		{"bad window", harness.Config{Model: harness.Single, App: harness.App{Store: "memory", Limit: 1}}, "whole number of seconds"},
+		{"file without dir", harness.Config{Model: harness.Single, App: harness.App{Store: "file", Limit: 1, Window: time.Hour}}, "needs a directory"},
+		{"no workers", harness.Config{Model: harness.Pool, App: harness.App{Store: "memory", Limit: 1, Window: time.Hour}}, "workers 0 must be positive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := harness.Start(tt.cfg)
+			assert.ErrorContains(t, err, tt.want)
+		})
+	}
+	_, err := harness.Send(context.Background(), "http://127.0.0.1:1/", harness.Workload{Requests: 0, Concurrency: 1})
+	assert.ErrorContains(t, err, "requests 0 must be positive")
+}
+
+// The demo's own verdict logic must fail a row whose counts are off, or a
+// demo could never exit non-zero.
+func TestRowFailsWhenCountsDiffer(t *testing.T) {
+	s := harness.Scenario{Model: harness.CGI, App: harness.App{Store: "memory", Limit: 30, Window: time.Hour}, Workload: harness.Workload{Requests: 40, Concurrency: 1}}
+	ok, why := harness.Expect(s)
+	assert.Equal(t, 40, ok)
+	assert.Contains(t, why, "never 429")
+	s.App.Store = "file"
+	ok, _ = harness.Expect(s)
+	assert.Equal(t, 30, ok)
+	s.Model, s.App.Store, s.Workers, s.Workload.Requests = harness.Pool, "memory", 4, 130
+	ok, _ = harness.Expect(s)
+	assert.Equal(t, 120, ok)
+
+	// The same CGI scenario, run for real with the memory store, but judged
+	// against the file store's prediction: it must not pass.
+	s = harness.Scenario{Model: harness.CGI, App: app(t, "memory"), Workload: harness.Workload{Requests: 31, Concurrency: 1}}
+	row, err := harness.Run(context.Background(), s)
+	require.NoError(t, err)
+	require.True(t, row.Pass(), "problems: %v", row.Problems)
+	rep := harness.Report{Store: "memory", Rows: []harness.Row{row}}
+	row.WantOK = 30
+	rep.Rows = append(rep.Rows, harness.Recheck(row))
+	assert.False(t, rep.Pass())
+	var out strings.Builder
+	rep.Print(&out)
+	assert.Contains(t, out.String(), "FAIL expected 30 allowed, saw 31")
+}

@@ -1,0 +1,319 @@
+package harness
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// Model is an execution model: how requests map onto processes.
+type Model string
+
+const (
+	// Single is one long-lived process serving every request: a laptop,
+	// docker compose.
+	Single Model = "single"
+	// Pool is K long-lived worker processes with requests spread
+	// round-robin: PHP-FPM, gunicorn, several replicas.
+	Pool Model = "pool"
+	// CGI is a fresh process per request: CGI and suEXEC shared hosting.
+	CGI Model = "cgi"
+)
+
+// Models lists the execution models in the order the reports show them.
+var Models = []Model{Single, Pool, CGI}
+
+// ParseModel parses single, pool or cgi.
+func ParseModel(s string) (Model, error) {
+	for _, m := range Models {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("harness: unknown model %q: use single, pool or cgi", s)
+}
+
+// Config says what to host.
+type Config struct {
+	Model   Model
+	App     App
+	Workers int // pool size; single uses 1 and cgi none
+	// Addr is where the front listens; "" means 127.0.0.1 on a free port.
+	Addr string
+	// Exe is the binary re-executed as children; "" means os.Executable().
+	// It must call RunChildIfRequested first thing.
+	Exe string
+	// Stderr receives the children's standard error; nil means os.Stderr.
+	Stderr io.Writer
+}
+
+// Host is a running execution model: a front on a loopback address and
+// the processes behind it.
+type Host struct {
+	URL     string // the limited endpoint
+	cfg     Config
+	srv     *http.Server
+	workers []*worker
+	served  atomic.Int64 // requests the front passed to a pool worker
+	proxyTr *http.Transport
+	cgiErrs *lockedBuffer
+}
+
+// Start starts the model's processes and its front. Close stops them.
+func Start(cfg Config) (*Host, error) {
+	if _, err := ParseModel(string(cfg.Model)); err != nil {
+		return nil, err
+	}
+	if err := cfg.App.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Model == Pool && cfg.Workers <= 0 {
+		return nil, fmt.Errorf("harness: workers %d must be positive", cfg.Workers)
+	}
+	if cfg.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("harness: find own executable: %w", err)
+		}
+		cfg.Exe = exe
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = os.Stderr
+	}
+	addr := cfg.Addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	h := &Host{cfg: cfg}
+
+	var front http.Handler
+	switch cfg.Model {
+	case Single, Pool:
+		n := 1
+		if cfg.Model == Pool {
+			n = cfg.Workers
+		}
+		ws, err := startWorkers(cfg, n)
+		if err != nil {
+			return nil, err
+		}
+		h.workers = ws
+		front = h.roundRobin()
+	case CGI:
+		h.cgiErrs = &lockedBuffer{w: cfg.Stderr}
+		front = &cgi.Handler{
+			Path:   cfg.Exe,
+			Dir:    os.TempDir(),
+			Env:    cfg.App.env(roleCGI),
+			Stderr: h.cgiErrs,
+			Logger: log.New(h.cgiErrs, "cgi host: ", 0),
+		}
+	}
+
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		h.stopWorkers()
+		return nil, fmt.Errorf("harness: listen: %w", err)
+	}
+	h.URL = "http://" + ln.Addr().String() + "/demo"
+	h.srv = &http.Server{Handler: front, ReadHeaderTimeout: 10 * time.Second}
+	go h.srv.Serve(ln)
+	return h, nil
+}
+
+// roundRobin is the pool's front: each request goes to the next worker, as
+// a FastCGI process manager hands requests to its children.
+func (h *Host) roundRobin() http.Handler {
+	var next atomic.Uint64
+	h.proxyTr = &http.Transport{MaxIdleConnsPerHost: 64}
+	return &httputil.ReverseProxy{
+		Transport: h.proxyTr,
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			w := h.workers[(next.Add(1)-1)%uint64(len(h.workers))]
+			pr.SetURL(w.url)
+			h.served.Add(1)
+		},
+		ErrorLog: log.New(h.cfg.Stderr, "front: ", 0),
+	}
+}
+
+// Close stops the front and the children, and checks that every child
+// printed its result line and that the workers together served every
+// request the front passed on.
+func (h *Host) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := h.srv.Shutdown(ctx)
+	if h.proxyTr != nil {
+		// Connections the front opened but never used would hold up the
+		// workers' graceful shutdown.
+		h.proxyTr.CloseIdleConnections()
+	}
+	served, werr := h.stopWorkers()
+	err = errors.Join(err, werr)
+	if h.workers != nil && werr == nil && served != h.served.Load() {
+		err = errors.Join(err, fmt.Errorf("harness: workers report %d requests served, the front passed %d", served, h.served.Load()))
+	}
+	return err
+}
+
+// Pids returns the process ids of the long-lived workers.
+func (h *Host) Pids() []int {
+	var pids []int
+	for _, w := range h.workers {
+		pids = append(pids, w.cmd.Process.Pid)
+	}
+	return pids
+}
+
+func (h *Host) stopWorkers() (served int64, err error) {
+	var mu sync.Mutex
+	var g errgroup.Group
+	for _, w := range h.workers {
+		g.Go(func() error {
+			n, err := w.stop()
+			mu.Lock()
+			served += n
+			mu.Unlock()
+			return err
+		})
+	}
+	return served, g.Wait()
+}
+
+// worker is one long-lived child process.
+type worker struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout *bufio.Reader
+	stderr *lockedBuffer
+	url    *url.URL
+}
+
+// startWorkers re-executes the binary n times as HTTP workers, at most
+// four starting at once, and waits for each one's ready line.
+func startWorkers(cfg Config, n int) ([]*worker, error) {
+	ws := make([]*worker, n)
+	var g errgroup.Group
+	g.SetLimit(4)
+	for i := range ws {
+		g.Go(func() error {
+			w, err := startWorker(cfg)
+			ws[i] = w
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		for _, w := range ws {
+			if w != nil {
+				w.stop()
+			}
+		}
+		return nil, err
+	}
+	return ws, nil
+}
+
+func startWorker(cfg Config) (*worker, error) {
+	cmd := exec.Command(cfg.Exe)
+	cmd.Env = append(os.Environ(), cfg.App.env(roleServer)...)
+	w := &worker{cmd: cmd, stderr: &lockedBuffer{w: cfg.Stderr}}
+	cmd.Stderr = w.stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("harness: start worker %s: %w", cfg.Exe, err)
+	}
+	w.stdin, w.stdout = stdin, bufio.NewReader(stdout)
+	rest, err := readLine(w.stdout, readyPrefix, 10*time.Second)
+	if err != nil {
+		stdin.Close()
+		werr := cmd.Wait()
+		return nil, fmt.Errorf("harness: worker pid %d did not start: %w (exit: %v; stderr: %s)",
+			cmd.Process.Pid, err, werr, strings.TrimSpace(w.stderr.String()))
+	}
+	var addr string
+	var pid int
+	if _, err := fmt.Sscanf(rest, "addr=%s pid=%d", &addr, &pid); err != nil {
+		stdin.Close()
+		cmd.Wait()
+		return nil, fmt.Errorf("harness: worker's ready line %q: %w", rest, err)
+	}
+	w.url = &url.URL{Scheme: "http", Host: addr}
+	return w, nil
+}
+
+// stop closes the worker's stdin, which tells it to finish, reads its
+// result line and waits for it to exit. It returns how many requests the
+// worker says it served.
+func (w *worker) stop() (int64, error) {
+	w.stdin.Close()
+	rest, lineErr := readLine(w.stdout, resultPrefix, 10*time.Second)
+	if lineErr != nil {
+		w.cmd.Process.Kill()
+	}
+	waitErr := w.cmd.Wait()
+	pid := w.cmd.Process.Pid
+	switch {
+	case lineErr != nil:
+		return 0, fmt.Errorf("harness: worker pid %d gave no result: %w (exit: %v; stderr: %s)",
+			pid, lineErr, waitErr, strings.TrimSpace(w.stderr.String()))
+	case waitErr != nil:
+		return 0, fmt.Errorf("harness: worker pid %d: %w (stderr: %s)", pid, waitErr, strings.TrimSpace(w.stderr.String()))
+	}
+	var p int
+	var served, allowed, throttled int64
+	if _, err := fmt.Sscanf(rest, "pid=%d served=%d allowed=%d throttled=%d", &p, &served, &allowed, &throttled); err != nil {
+		return 0, fmt.Errorf("harness: worker pid %d result line %q: %w", pid, rest, err)
+	}
+	return served, nil
+}
+
+// lockedBuffer keeps what a child wrote to stderr for error messages and
+// passes it on to w.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	w   io.Writer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.buf.Len() < 64<<10 {
+		b.buf.Write(p)
+	}
+	if b.w != nil {
+		b.w.Write(p)
+	}
+	return len(p), nil
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,229 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Scenario is one row of a report: a model, an app (store, limit, window)
+// and a workload.
+type Scenario struct {
+	Model    Model
+	App      App
+	Workers  int
+	Workload Workload
+	Exe      string    // see Config.Exe
+	Stderr   io.Writer // see Config.Stderr
+}
+
+// Row is what one scenario did, beside what it was expected to do.
+type Row struct {
+	Scenario
+	OK, Throttled int
+	First429      int // request number of the first 429; 0 if none
+	RetryAfter    int // seconds, of the first 429
+	Processes     int // distinct processes that answered
+	Wall          time.Duration
+	WantOK        int    // 200s the model predicts
+	Why           string // the model's explanation of WantOK
+	Problems      []string
+	responses     []Response
+}
+
+// Pass reports whether the row saw what the model predicts.
+func (r Row) Pass() bool { return len(r.Problems) == 0 }
+
+// Expect predicts how many of the workload's requests a model lets through
+// with a store, and says why. This is the lesson in one function.
+func Expect(s Scenario) (ok int, why string) {
+	n, limit := s.Workload.Requests, s.App.Limit
+	if s.App.Store == "file" {
+		return min(n, limit), fmt.Sprintf("429 from #%d in every model: all processes share one file", limit+1)
+	}
+	switch s.Model {
+	case Pool:
+		k := s.Workers
+		for w := range k { // round-robin: worker w gets every k-th request
+			share := n / k
+			if w < n%k {
+				share++
+			}
+			ok += min(share, limit)
+		}
+		return ok, fmt.Sprintf("%d workers × %d = %d let through: each worker's map counts only its share", k, limit, k*limit)
+	case CGI:
+		return n, "never 429: every request is a new process whose map starts empty"
+	}
+	return min(n, limit), fmt.Sprintf("429 from #%d: one process, one map (works on my machine)", limit+1)
+}
+
+// Run runs one scenario on a fresh host and reports what it saw. An error
+// means the harness itself failed (a child did not start, crashed, or gave
+// no result); a row whose counts differ from Expect has Problems instead.
+func Run(ctx context.Context, s Scenario) (Row, error) {
+	row := Row{Scenario: s}
+	row.WantOK, row.Why = Expect(s)
+	h, err := Start(Config{Model: s.Model, App: s.App, Workers: s.Workers, Exe: s.Exe, Stderr: s.Stderr})
+	if err != nil {
+		return row, err
+	}
+	start := time.Now()
+	resps, sendErr := Send(ctx, h.URL, s.Workload)
+	row.Wall = time.Since(start)
+	if err := h.Close(); err != nil || sendErr != nil {
+		return row, fmt.Errorf("%s/%s: %w", s.Model, s.App.Store, errorsJoin(sendErr, err))
+	}
+
+	pids := map[int]bool{}
+	for i, r := range resps {
+		pids[r.Pid] = true
+		if r.Status == 200 {
+			row.OK++
+			continue
+		}
+		row.Throttled++
+		if row.First429 == 0 {
+			row.First429, row.RetryAfter = i+1, r.RetryAfter
+		}
+	}
+	row.Processes = len(pids)
+	row.responses = resps
+	return Recheck(row), nil
+}
+
+// Recheck judges a row again against its WantOK, from the answers it
+// recorded, replacing its Problems.
+func Recheck(r Row) Row {
+	r.Problems = nil
+	r.check(r.responses)
+	return r
+}
+
+func (r *Row) check(resps []Response) {
+	if r.OK != r.WantOK {
+		r.Problems = append(r.Problems, fmt.Sprintf("expected %d allowed, saw %d", r.WantOK, r.OK))
+	}
+	if !r.Workload.Burst() {
+		// One by one, every model allows a prefix: the first 429 comes right
+		// after the last 200, and nothing after it is allowed.
+		for i, resp := range resps {
+			if want := i < r.WantOK; (resp.Status == 200) != want {
+				r.Problems = append(r.Problems, fmt.Sprintf("request #%d: got %d", i+1, resp.Status))
+				break
+			}
+		}
+	}
+	if r.First429 != 0 {
+		// The window opened with the first request, at most Wall ago.
+		window := int(r.App.Window / time.Second)
+		slack := int(r.Wall/time.Second) + 1
+		if r.RetryAfter > window || r.RetryAfter < window-slack {
+			r.Problems = append(r.Problems, fmt.Sprintf("Retry-After %ds, expected %d−%ds", r.RetryAfter, window-slack, window))
+		}
+	}
+	want := map[Model]int{Single: 1, Pool: r.Workers, CGI: r.Workload.Requests}[r.Model]
+	if r.Processes != want {
+		r.Problems = append(r.Problems, fmt.Sprintf("%d processes answered, expected %d", r.Processes, want))
+	}
+}
+
+func errorsJoin(errs ...error) error {
+	var parts []string
+	for _, e := range errs {
+		if e != nil {
+			parts = append(parts, e.Error())
+		}
+	}
+	return fmt.Errorf("%s", strings.Join(parts, "; "))
+}
+
+// Report is a demo's rows.
+type Report struct {
+	Store string
+	Rows  []Row
+}
+
+// Pass reports whether every row saw what its model predicts.
+func (r Report) Pass() bool {
+	for _, row := range r.Rows {
+		if !row.Pass() {
+			return false
+		}
+	}
+	return len(r.Rows) > 0
+}
+
+// Demo runs every model with one store, first one request at a time, then
+// as a concurrent burst. The file store of each row starts empty, in a
+// directory of its own under dir.
+func Demo(ctx context.Context, store string, app App, workers int, w Workload, dir string, progress io.Writer) (Report, error) {
+	rep := Report{Store: store}
+	modes := []Workload{{Requests: w.Requests, Concurrency: 1}, w}
+	if !w.Burst() {
+		modes = modes[:1]
+	}
+	for _, mode := range modes {
+		for _, m := range Models {
+			a := app
+			a.Store = store
+			if store == "file" {
+				d, err := os.MkdirTemp(dir, string(m)+"-")
+				if err != nil {
+					return rep, err
+				}
+				a.Dir = d
+			}
+			s := Scenario{Model: m, App: a, Workers: workers, Workload: mode}
+			if progress != nil {
+				fmt.Fprintf(progress, "running %s / %s / %s …\n", m, store, modeName(mode))
+			}
+			row, err := Run(ctx, s)
+			if err != nil {
+				return rep, err
+			}
+			rep.Rows = append(rep.Rows, row)
+		}
+	}
+	return rep, nil
+}
+
+func modeName(w Workload) string {
+	if w.Burst() {
+		return fmt.Sprintf("burst×%d", w.Concurrency)
+	}
+	return "one by one"
+}
+
+// Print writes the report as a table, one line per row, with a verdict.
+func (r Report) Print(out io.Writer) {
+	if len(r.Rows) == 0 {
+		return
+	}
+	first := r.Rows[0]
+	fmt.Fprintf(out, "store=%s  limit %d per %d s  %d requests from 127.0.0.1  pool of %d workers\n\n",
+		r.Store, first.App.Limit, int64(first.App.Window/time.Second), first.Workload.Requests, first.Workers)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "model\tmode\tprocs\t200s\t429s\tfirst 429\teffective limit\tRetry-After\twall\t\tverdict")
+	for _, row := range r.Rows {
+		first, ra, eff := "-", "-", fmt.Sprintf("≥ %d", row.OK)
+		if row.First429 != 0 {
+			ra = fmt.Sprintf("%ds", row.RetryAfter)
+			eff = fmt.Sprint(row.OK)
+			if !row.Workload.Burst() {
+				first = fmt.Sprintf("#%d", row.First429)
+			}
+		}
+		verdict := "ok  " + row.Why
+		if !row.Pass() {
+			verdict = "FAIL " + strings.Join(row.Problems, "; ") + " — the model predicts: " + row.Why
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%.2fs\t\t%s\n", row.Model, modeName(row.Workload),
+			row.Processes, row.OK, row.Throttled, first, eff, ra, row.Wall.Seconds(), verdict)
+	}
+	tw.Flush()
+}
