@@ -5,7 +5,7 @@ GO ?= go
 PKGS := ./...
 
 .PHONY: all test fmt-check vet staticcheck cross test-race demo demo-broken demo-fixed \
-	serve-broken serve-fixed bench bin/ratelab
+	serve-broken serve-fixed bench docs bin/ratelab
 
 # The demos' workload: enough requests that a pool of 4 shows its 4 × 30.
 DEMO_FLAGS ?= -requests 130 -limit 30 -window 1h -workers 4 -concurrency 8
@@ -60,3 +60,7 @@ serve-fixed: bin/ratelab
 ## bench: the file store against the syscall floor and the original's write
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./fixed_filestore
+
+## docs: weave docs/src/*.md into docs/*.md (code from source regions, output from real runs)
+docs:
+	$(GO) run ./internal/weave/cmd/weave

@@ -41,6 +41,7 @@ func (s *Store) Hit(key string, window time.Duration) (ratelab.Hit, error) {
 	return s.HitAt(key, window, time.Now())
 }
 
+// !+hit
 // HitAt records one hit for key at now in a window of the given length and
 // returns the window after the hit. Its only error is an invalid window.
 func (s *Store) HitAt(key string, window time.Duration, now time.Time) (ratelab.Hit, error) {
@@ -56,3 +57,5 @@ func (s *Store) HitAt(key string, window time.Duration, now time.Time) (ratelab.
 	s.windows[key] = next
 	return next.Hit(), nil
 }
+
+// !-hit

@@ -71,6 +71,9 @@ type App struct {
 	Limit      int
 	Window     time.Duration
 	FailPolicy ratelab.FailPolicy
+	// Now, if not zero, is the instant every request is handled at, in every
+	// process: a fixed clock, so a run's Retry-After values are exact.
+	Now time.Time
 }
 
 // KeyPrefix is the original's key prefix; the key is this plus the
@@ -102,6 +105,7 @@ func (a App) env(role string) []string {
 		"RATELAB_LIMIT=" + strconv.Itoa(a.Limit),
 		"RATELAB_WINDOW=" + a.Window.String(),
 		"RATELAB_FAIL=" + a.FailPolicy.String(),
+		"RATELAB_NOW=" + formatNow(a.Now),
 		// A binary built with -race sleeps a second on exit by default;
 		// a CGI child exits after every request. Keep any other setting.
 		"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"),
@@ -120,6 +124,11 @@ func appFromEnv() (App, error) {
 	if a.FailPolicy, err = ratelab.ParseFailPolicy(os.Getenv("RATELAB_FAIL")); err != nil {
 		return a, err
 	}
+	if v := os.Getenv("RATELAB_NOW"); v != "" {
+		if a.Now, err = time.Parse(time.RFC3339Nano, v); err != nil {
+			return a, fmt.Errorf("RATELAB_NOW: %w", err)
+		}
+	}
 	return a, a.Validate()
 }
 
@@ -130,6 +139,7 @@ func (a App) Handler(logger *slog.Logger) (http.Handler, error) {
 	if err := a.Validate(); err != nil {
 		return nil, err
 	}
+	// !+store
 	var store ratelab.Store
 	switch a.Store {
 	case "memory":
@@ -141,15 +151,26 @@ func (a App) Handler(logger *slog.Logger) (http.Handler, error) {
 		}
 		store = s
 	}
+	// !-store
 	l, err := ratelab.NewLimiter(store, a.Limit, a.Window)
 	if err != nil {
 		return nil, err
 	}
 	mw := &ratelab.Middleware{Limiter: l, Key: ratelab.RemoteAddrKey(KeyPrefix), Logger: logger}
+	if !a.Now.IsZero() {
+		mw.Now = func() time.Time { return a.Now }
+	}
 	pid := strconv.Itoa(os.Getpid())
 	return mw.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "demo started by process %s\n", pid)
 	})), nil
+}
+
+func formatNow(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Format(time.RFC3339Nano)
 }
 
 // withPID marks every response with the process that produced it, so a

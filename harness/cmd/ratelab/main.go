@@ -1,8 +1,8 @@
 // Command ratelab runs the repository's demonstrations and lets you poke
 // at a rate limiter by hand.
 //
-//	ratelab demo    -store memory|file [-requests 40] [-limit 30] [-window 1h] [-workers 4] [-concurrency 8]
-//	ratelab serve   -model cgi|pool|single -store memory|file [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR]
+//	ratelab demo    -store memory|file [-requests 40] [-limit 30] [-window 1h] [-workers 4] [-concurrency 8] [-at RFC3339] [-stable]
+//	ratelab serve   -model cgi|pool|single -store memory|file [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339]
 //	ratelab hit     -dir DIR -key KEY [-limit 30] [-window 1h] [-at RFC3339] [-fail open|closed]
 //	ratelab inspect -dir DIR [-at RFC3339]
 //	ratelab sweep   -dir DIR -window 1h [-at RFC3339]
@@ -61,8 +61,8 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) (int, er
 }
 
 const usage = `usage:
-  ratelab demo    -store memory|file [-requests 40] [-limit 30] [-window 1h] [-workers 4] [-concurrency 8]
-  ratelab serve   -model cgi|pool|single -store memory|file [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR]
+  ratelab demo    -store memory|file [-requests 40] [-limit 30] [-window 1h] [-workers 4] [-concurrency 8] [-at RFC3339] [-stable]
+  ratelab serve   -model cgi|pool|single -store memory|file [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339]
   ratelab hit     -dir DIR -key KEY [-limit 30] [-window 1h] [-at RFC3339] [-fail open|closed]
   ratelab inspect -dir DIR [-at RFC3339]
   ratelab sweep   -dir DIR -window 1h [-at RFC3339]
@@ -190,7 +190,8 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	store := f.String("store", "", "memory or file (required)")
 	requests := f.Int("requests", 40, "requests from one client address (> 0)")
 	conc := f.Int("concurrency", 8, "requests in flight in the burst; 1 sends only one by one")
-	f.common(true, true, true, false, false)
+	stable := f.Bool("stable", false, "leave out wall times, so that runs with -at print the same bytes")
+	f.common(true, true, true, false, true)
 	if err := f.parse(args); err != nil {
 		return 0, err
 	}
@@ -207,13 +208,26 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	defer os.RemoveAll(dir)
 
 	app := harness.App{Limit: f.limit, Window: f.window}
+	if f.at != "" {
+		if app.Now, err = f.now(); err != nil {
+			return 0, err
+		}
+	}
+	progress := stderr
+	if *stable {
+		progress = nil
+	}
 	rep, err := harness.Demo(context.Background(), *store, app, f.workers,
-		harness.Workload{Requests: *requests, Concurrency: *conc}, dir, stderr)
+		harness.Workload{Requests: *requests, Concurrency: *conc}, dir, progress)
 	if err != nil {
 		return 0, err
 	}
-	fmt.Fprintln(stdout)
-	rep.Print(stdout)
+	if *stable {
+		rep.PrintStable(stdout)
+	} else {
+		fmt.Fprintln(stdout)
+		rep.Print(stdout)
+	}
 	fmt.Fprintln(stdout)
 	if !rep.Pass() {
 		fmt.Fprintln(stdout, "FAIL: what ran differs from what the demo claims (see the rows marked FAIL)")
@@ -228,7 +242,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	model := f.String("model", "", "cgi, pool or single (required)")
 	store := f.String("store", "", "memory or file (required)")
 	addr := f.String("addr", "127.0.0.1:8080", "address to listen on")
-	f.common(true, true, true, true, false)
+	f.common(true, true, true, true, true)
 	if err := f.parse(args); err != nil {
 		return 0, err
 	}
@@ -237,6 +251,11 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, usagef("-model %q: use cgi, pool or single", *model)
 	}
 	app := harness.App{Store: *store, Limit: f.limit, Window: f.window, Dir: f.dir}
+	if f.at != "" {
+		if app.Now, err = f.now(); err != nil {
+			return 0, err
+		}
+	}
 	if *store == "file" && f.dir == "" {
 		d, err := os.MkdirTemp("", "ratelab-serve-")
 		if err != nil {
