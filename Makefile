@@ -38,7 +38,7 @@ bin/ratelab:
 	$(GO) build -o $@ ./harness/cmd/ratelab
 
 ## demo: every demonstration; exits non-zero if any observation differs from its claim
-demo: demo-broken demo-fixed
+demo: demo-broken demo-fixed demo-race
 
 ## demo-broken: the in-memory store under single, pool and cgi — 429 only in single
 demo-broken: bin/ratelab
@@ -49,6 +49,11 @@ demo-broken: bin/ratelab
 demo-fixed: bin/ratelab
 	@echo "== demo-fixed: the flock(2) file store under the same three models"
 	@bin/ratelab demo -store file $(DEMO_FLAGS)
+
+## demo-race: lost updates, torn reads and lock-file pitfalls, choreographed across processes
+demo-race: bin/ratelab
+	@echo "== demo-race: why the file store needs its lock, and how file locks go wrong"
+	@bin/ratelab race
 
 ## serve-broken / serve-fixed: a server to curl in a workshop (Ctrl-C stops it)
 serve-broken: bin/ratelab

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab/harness"
+	racetests "github.com/ratelab/ratelab/race_tests"
 )
 
 // envRunCLI makes a re-executed test binary run the command line in its
@@ -27,6 +28,7 @@ const envRunCLI = "RATELAB_TEST_RUN_CLI"
 
 func TestMain(m *testing.M) {
 	harness.RunChildIfRequested()
+	racetests.RunChildIfRequested()
 	if os.Getenv(envRunCLI) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}

@@ -1,0 +1,176 @@
+// Package childproc runs the current binary again as a child process and
+// talks to it in lines: Go's helper-process idiom, with the child's stdout
+// as its report channel and its stdin as a go-ahead channel.
+//
+// A child that exits early, crashes or prints something unexpected makes
+// every call fail with an error that quotes its stderr: a child that did
+// not run can never pass in silence.
+package childproc
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Timeout bounds every wait for a line from a child.
+const Timeout = 10 * time.Second
+
+// Proc is a running child.
+type Proc struct {
+	Cmd    *exec.Cmd
+	name   string
+	stdin  io.WriteCloser
+	lines  chan string
+	stderr *syncBuffer
+	done   chan struct{}
+	stash  *string // a line read by Quiet, not yet returned by Expect
+}
+
+// Start re-executes the current binary (os.Executable) with env appended
+// to the parent's environment. name labels the child in errors.
+func Start(name string, env ...string) (*Proc, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), env...)
+	p := &Proc{Cmd: cmd, name: name, lines: make(chan string, 64), stderr: new(syncBuffer), done: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("childproc: start %s: %w", name, err)
+	}
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+		close(p.lines)
+	}()
+	return p, nil
+}
+
+// Expect waits for the child's next line and returns what follows prefix
+// on it. Any other line, an exit, or silence past Timeout is an error.
+func (p *Proc) Expect(prefix string) (string, error) {
+	if p.stash != nil {
+		line := *p.stash
+		p.stash = nil
+		return p.match(line, prefix)
+	}
+	select {
+	case line, ok := <-p.lines:
+		if !ok {
+			<-p.done
+			err := p.Cmd.Wait()
+			return "", fmt.Errorf("childproc: %s exited (%v) before printing %q; stderr: %s", p.name, err, prefix, p.Stderr())
+		}
+		return p.match(line, prefix)
+	case <-time.After(Timeout):
+		return "", fmt.Errorf("childproc: %s printed nothing within %v, expected %q; stderr: %s", p.name, Timeout, prefix, p.Stderr())
+	}
+}
+
+// Quiet reports whether the child stays silent for d. A line that does
+// arrive is kept for the next Expect. It is how a parent shows that a child
+// is still blocked: a child that got past a lock would have said so.
+func (p *Proc) Quiet(d time.Duration) bool {
+	if p.stash != nil {
+		return false
+	}
+	select {
+	case line, ok := <-p.lines:
+		if ok {
+			p.stash = &line
+		}
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+func (p *Proc) match(line, prefix string) (string, error) {
+	rest, found := strings.CutPrefix(line, prefix)
+	if !found {
+		return "", fmt.Errorf("childproc: %s printed %q, expected %q", p.name, line, prefix)
+	}
+	return strings.TrimSpace(rest), nil
+}
+
+// Send writes one line to the child's stdin.
+func (p *Proc) Send(line string) error {
+	_, err := io.WriteString(p.stdin, line+"\n")
+	if err != nil {
+		return fmt.Errorf("childproc: send to %s: %w", p.name, err)
+	}
+	return nil
+}
+
+// Close closes the child's stdin, waits for it to exit and returns its exit
+// error, with its stderr.
+func (p *Proc) Close() error {
+	p.stdin.Close()
+	for range p.lines {
+	}
+	<-p.done
+	if err := p.Cmd.Wait(); err != nil {
+		return fmt.Errorf("childproc: %s: %w; stderr: %s", p.name, err, p.Stderr())
+	}
+	return nil
+}
+
+// Kill ends the child at once and reaps it.
+func (p *Proc) Kill() {
+	p.Cmd.Process.Kill()
+	p.stdin.Close()
+	for range p.lines {
+	}
+	<-p.done
+	p.Cmd.Wait()
+}
+
+// Stderr returns what the child wrote to stderr so far.
+func (p *Proc) Stderr() string { return strings.TrimSpace(p.stderr.String()) }
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(q []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.buf.Len() < 64<<10 {
+		b.buf.Write(q)
+	}
+	return len(q), nil
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Child-side helpers.
+
+// Say prints one line on stdout for the parent.
+func Say(format string, args ...any) { fmt.Printf(format+"\n", args...) }
+
+// WaitGo blocks until the parent sends a line (or closes stdin).
+func WaitGo(r *bufio.Reader) { r.ReadString('\n') }

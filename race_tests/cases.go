@@ -1,0 +1,373 @@
+//go:build linux || darwin
+
+package racetests
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ratelab/ratelab"
+	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
+	"github.com/ratelab/ratelab/internal/childproc"
+)
+
+// Result is one demonstration: what it claims, what it saw.
+type Result struct {
+	Case     string
+	Expected string
+	Observed string
+	Pass     bool
+	Asserted bool // false for figures that are reported, not claimed
+}
+
+func result(name, expected, observed string) Result {
+	return Result{Case: name, Expected: expected, Observed: observed, Pass: expected == observed, Asserted: true}
+}
+
+// child starts one of this package's children on path.
+func child(name, role, path string, env ...string) (*childproc.Proc, error) {
+	return childproc.Start(name, append([]string{EnvRole + "=" + role, "RATELAB_RACE_PATH=" + path,
+		"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")}, env...)...)
+}
+
+// closeAll waits for children, joining their errors.
+func closeAll(ps ...*childproc.Proc) error {
+	var errs []error
+	for _, p := range ps {
+		if p != nil {
+			errs = append(errs, p.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func counterEnv(lock bool, order WriteOrder, pause string) []string {
+	l := "0"
+	if lock {
+		l = "1"
+	}
+	return []string{"RATELAB_RACE_LOCK=" + l, "RATELAB_RACE_ORDER=" + order.String(), "RATELAB_RACE_PAUSE=" + pause}
+}
+
+// !+lostupdate
+// LostUpdate runs two processes through one read-modify-write each, in
+// the order that loses an update without a lock: A reads, B reads, A
+// writes, B writes. With lock true, B cannot read until A has written and
+// unlocked, so the same order of go-aheads loses nothing.
+func LostUpdate(dir string, lock bool) (Result, error) {
+	path := filepath.Join(dir, "state.json")
+	env := counterEnv(lock, WriteThenTruncate, "after-read")
+
+	a, err := child("A", roleCounter, path, env...)
+	if err != nil {
+		return Result{}, err
+	}
+	defer a.Kill()
+	if lock {
+		if _, err := a.Expect("locking"); err != nil {
+			return Result{}, err
+		}
+	}
+	readA, err := a.Expect("read count=") // A has read 0 and waits
+	if err != nil {
+		return Result{}, err
+	}
+	b, err := child("B", roleCounter, path, env...)
+	if err != nil {
+		return Result{}, err
+	}
+	defer b.Kill()
+	if lock {
+		if _, err := b.Expect("locking"); err != nil {
+			return Result{}, err
+		}
+		// B is in flock(2) behind A: it must not get as far as reading.
+		if !b.Quiet(50 * time.Millisecond) {
+			return Result{}, errors.New("racetests: B read the state while A held the lock")
+		}
+		if err := a.Send("go"); err != nil { // A writes 1 and unlocks
+			return Result{}, err
+		}
+	}
+	readB, err := b.Expect("read count=") // without a lock: B read 0 too
+	if err != nil {
+		return Result{}, err
+	}
+	if !lock {
+		if err := a.Send("go"); err != nil { // A writes 1
+			return Result{}, err
+		}
+	}
+	if _, err := a.Expect("result count="); err != nil {
+		return Result{}, err
+	}
+	if err := b.Send("go"); err != nil { // B writes its own read + 1
+		return Result{}, err
+	}
+	if _, err := b.Expect("result count="); err != nil {
+		return Result{}, err
+	}
+	if err := closeAll(a, b); err != nil {
+		return Result{}, err
+	}
+	final, err := ReadCount(path)
+	if err != nil {
+		return Result{}, err
+	}
+
+	name, want := "lost update, lock-free", "2 hits → count 1 (1 lost)"
+	if lock {
+		name, want = "lost update, flock", "2 hits → count 2 (0 lost)"
+	}
+	got := fmt.Sprintf("2 hits → count %d (%d lost)", final, 2-final)
+	r := result(name, want, got)
+	r.Observed += fmt.Sprintf("; A read %s, B read %s", readA, readB)
+	return r, nil
+}
+
+// !-lostupdate
+
+// !+tornread
+// TornRead stops process A halfway through writing count 6 over count 5
+// and lets B read the file then. With the original's truncate-first write
+// and no lock, B finds an empty file and starts a new window: count 1.
+// With fixed_filestore's write order B finds A's new count; with the lock,
+// B waits until A is done.
+func TornRead(dir string, order WriteOrder, lock bool) (Result, error) {
+	path := filepath.Join(dir, "state.json")
+	if err := os.WriteFile(path, fixedfilestore.Encode(nil, ratelab.State{Count: 5, ResetAt: Now.Unix() + 3600}), 0o600); err != nil {
+		return Result{}, err
+	}
+	a, err := child("A", roleCounter, path, counterEnv(lock, order, "mid-write")...)
+	if err != nil {
+		return Result{}, err
+	}
+	defer a.Kill()
+	if lock {
+		if _, err := a.Expect("locking"); err != nil {
+			return Result{}, err
+		}
+	}
+	if _, err := a.Expect("read count=5"); err != nil {
+		return Result{}, err
+	}
+	if _, err := a.Expect("mid-write"); err != nil {
+		return Result{}, err
+	}
+	b, err := child("B", roleCounter, path, counterEnv(lock, order, "")...)
+	if err != nil {
+		return Result{}, err
+	}
+	defer b.Kill()
+	if lock {
+		if _, err := b.Expect("locking"); err != nil {
+			return Result{}, err
+		}
+		if !b.Quiet(50 * time.Millisecond) {
+			return Result{}, errors.New("racetests: B read the state while A held the lock")
+		}
+		if err := a.Send("go"); err != nil {
+			return Result{}, err
+		}
+	}
+	readB, err := b.Expect("read count=")
+	if err != nil {
+		return Result{}, err
+	}
+	resB, err := b.Expect("result count=")
+	if err != nil {
+		return Result{}, err
+	}
+	if !lock {
+		if err := a.Send("go"); err != nil {
+			return Result{}, err
+		}
+	}
+	if _, err := a.Expect("result count="); err != nil {
+		return Result{}, err
+	}
+	if err := closeAll(a, b); err != nil {
+		return Result{}, err
+	}
+
+	name := fmt.Sprintf("torn read, %s, lock-free", order)
+	want := "B reads 6, counts 7"
+	switch {
+	case lock:
+		name = fmt.Sprintf("torn read, %s, flock", order)
+	case order == TruncateFirst:
+		want = "B reads 0, counts 1 (window restarted)"
+	}
+	got := fmt.Sprintf("B reads %s, counts %s", readB, resB)
+	if resB == "1" {
+		got += " (window restarted)"
+	}
+	return result(name, want, got), nil
+}
+
+// !-tornread
+
+// UnlinkAfterUnlock shows the second reference article's mistake: removing
+// the lock file after unlocking. B opened the file before it was removed
+// and gets the lock on the removed inode; C creates a new file and gets a
+// lock on that: two holders at once. Without the unlink, C finds it busy.
+func UnlinkAfterUnlock(dir string, unlink bool) (Result, error) {
+	path := filepath.Join(dir, "demo.lock")
+	u := "0"
+	if unlink {
+		u = "1"
+	}
+	a, err := child("A", roleLockHold, path, "RATELAB_RACE_UNLINK="+u)
+	if err != nil {
+		return Result{}, err
+	}
+	defer a.Kill()
+	if _, err := a.Expect("locked"); err != nil {
+		return Result{}, err
+	}
+	b, err := child("B", roleLockWait, path)
+	if err != nil {
+		return Result{}, err
+	}
+	defer b.Kill()
+	if _, err := b.Expect("opened"); err != nil { // B holds a descriptor, waits in flock
+		return Result{}, err
+	}
+	if err := a.Send("go"); err != nil { // A unlocks (and unlinks)
+		return Result{}, err
+	}
+	if _, err := a.Expect("released"); err != nil {
+		return Result{}, err
+	}
+	if _, err := b.Expect("locked"); err != nil {
+		return Result{}, err
+	}
+	c, err := child("C", roleLockTry, path)
+	if err != nil {
+		return Result{}, err
+	}
+	defer c.Kill()
+	cSays, err := c.Expect("")
+	if err != nil {
+		return Result{}, err
+	}
+	if err := closeAll(a, b, c); err != nil {
+		return Result{}, err
+	}
+	holders := 1
+	if cSays == "locked" {
+		holders = 2
+	}
+	if unlink {
+		return result("unlink lock file after unlock", "2 holders at once", fmt.Sprintf("%d holders at once", holders)), nil
+	}
+	return result("keep the lock file", "1 holder at once", fmt.Sprintf("%d holder at once", holders)), nil
+}
+
+// ReplaceByRename shows the "safe write" that is unsafe under a lock:
+// writing a temporary file and renaming it over the locked one. A still
+// holds its lock — on the old inode, no longer at the path — and C locks
+// the new file at once. Writing in place, under the lock, C finds it busy.
+func ReplaceByRename(dir string, rename bool) (Result, error) {
+	path := filepath.Join(dir, "state.json")
+	a, err := child("A", roleLockHold, path)
+	if err != nil {
+		return Result{}, err
+	}
+	defer a.Kill()
+	if _, err := a.Expect("locked"); err != nil {
+		return Result{}, err
+	}
+	state := fixedfilestore.Encode(nil, ratelab.State{Count: 7, ResetAt: Now.Unix() + 3600})
+	if rename {
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, state, 0o600); err != nil {
+			return Result{}, err
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return Result{}, err
+		}
+	} else if err := os.WriteFile(path, state, 0o600); err != nil { // in place, as the holder would
+		return Result{}, err
+	}
+	c, err := child("C", roleLockTry, path)
+	if err != nil {
+		return Result{}, err
+	}
+	defer c.Kill()
+	cSays, err := c.Expect("")
+	if err != nil {
+		return Result{}, err
+	}
+	if err := a.Send("go"); err != nil {
+		return Result{}, err
+	}
+	if _, err := a.Expect("released"); err != nil {
+		return Result{}, err
+	}
+	if err := closeAll(a, c); err != nil {
+		return Result{}, err
+	}
+	holders := 1
+	if cSays == "locked" {
+		holders = 2
+	}
+	if rename {
+		return result("replace locked file by rename", "2 holders at once", fmt.Sprintf("%d holders at once", holders)), nil
+	}
+	return result("write in place under the lock", "1 holder at once", fmt.Sprintf("%d holder at once", holders)), nil
+}
+
+// HolderKilled kills (SIGKILL) a process that holds a state file's lock.
+// The kernel releases a flock(2) lock when the last descriptor of its open
+// file closes, and a dying process closes all of its descriptors: the
+// waiting hitter goes on at once and its hit is counted.
+func HolderKilled(dir string) (Result, time.Duration, error) {
+	store, err := fixedfilestore.New(dir, fixedfilestore.Options{})
+	if err != nil {
+		return Result{}, 0, err
+	}
+	for range 5 {
+		if _, err := store.HitAt(StressKey, Window, Now); err != nil {
+			return Result{}, 0, err
+		}
+	}
+	a, err := child("A", roleHoldState, store.Path(StressKey))
+	if err != nil {
+		return Result{}, 0, err
+	}
+	defer a.Kill()
+	if _, err := a.Expect("locked"); err != nil {
+		return Result{}, 0, err
+	}
+	b, err := child("B", roleStoreHit, dir, "RATELAB_RACE_KEY="+StressKey)
+	if err != nil {
+		return Result{}, 0, err
+	}
+	defer b.Kill()
+	if !b.Quiet(50 * time.Millisecond) {
+		return Result{}, 0, errors.New("racetests: B finished its hit while A held the lock")
+	}
+	killed := time.Now()
+	a.Kill()
+	count, err := b.Expect("result count=")
+	waited := time.Since(killed)
+	if err != nil {
+		return Result{}, 0, err
+	}
+	if err := b.Close(); err != nil {
+		return Result{}, 0, err
+	}
+	r := result("lock holder SIGKILLed", "B goes on, count 6 (0 lost)", fmt.Sprintf("B goes on, count %s (%d lost)", count, 6-atoi(count)))
+	return r, waited, nil
+}
+
+func atoi(s string) int {
+	var n int
+	fmt.Sscan(s, &n)
+	return n
+}

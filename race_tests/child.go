@@ -1,0 +1,211 @@
+//go:build linux || darwin
+
+package racetests
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
+	"github.com/ratelab/ratelab/internal/childproc"
+)
+
+// EnvRole is the one environment variable that makes a re-executed binary
+// one of this package's child processes.
+const EnvRole = "RATELAB_RACE_CHILD"
+
+// The children's roles. Each prints what it did, line by line, and waits
+// on stdin where a choreography needs to hold it still.
+const (
+	roleCounter   = "counter"    // one BrokenCounter hit, pausing where told
+	roleStress    = "stress"     // many hits after a go-ahead
+	roleLockHold  = "lock-hold"  // hold a lock file; release (and maybe unlink) on go
+	roleLockWait  = "lock-wait"  // open a lock file, then block in flock
+	roleLockTry   = "lock-try"   // try a lock once, without waiting
+	roleHoldState = "hold-state" // hold a state file's lock until killed
+	roleStoreHit  = "store-hit"  // one fixed_filestore hit
+)
+
+// Window and Now are the fixed window and clock every child counts in, so
+// that no window ends during a demonstration.
+const Window = time.Hour
+
+var Now = time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)
+
+// RunChildIfRequested runs the role named by RATELAB_RACE_CHILD and exits;
+// in a parent it returns at once. Call it first in TestMain and in main.
+func RunChildIfRequested() {
+	role, ok := os.LookupEnv(EnvRole)
+	if !ok {
+		return
+	}
+	if err := runRole(role, bufio.NewReader(os.Stdin)); err != nil {
+		fmt.Fprintf(os.Stderr, "race child (pid %d, role %s): %v\n", os.Getpid(), role, err)
+		os.Exit(2)
+	}
+	os.Exit(0)
+}
+
+func runRole(role string, stdin *bufio.Reader) error {
+	path := os.Getenv("RATELAB_RACE_PATH")
+	if path == "" {
+		return fmt.Errorf("RATELAB_RACE_PATH is not set")
+	}
+	switch role {
+	case roleCounter:
+		pause := os.Getenv("RATELAB_RACE_PAUSE")
+		c := &BrokenCounter{Path: path, Lock: os.Getenv("RATELAB_RACE_LOCK") == "1"}
+		if os.Getenv("RATELAB_RACE_ORDER") == TruncateFirst.String() {
+			c.Order = TruncateFirst
+		}
+		c.AfterRead = func(n int64) {
+			childproc.Say("read count=%d", n)
+			if pause == "after-read" {
+				childproc.WaitGo(stdin)
+			}
+		}
+		c.MidWrite = func() {
+			if pause == "mid-write" {
+				childproc.Say("mid-write")
+				childproc.WaitGo(stdin)
+			}
+		}
+		if c.Lock {
+			childproc.Say("locking")
+		}
+		st, err := c.HitAt(Now, Window)
+		if err != nil {
+			return err
+		}
+		childproc.Say("result count=%d", st.Count)
+
+	case roleStress:
+		hits, err := strconv.Atoi(os.Getenv("RATELAB_RACE_HITS"))
+		if err != nil {
+			return fmt.Errorf("RATELAB_RACE_HITS: %w", err)
+		}
+		hit, err := stressHitter(os.Getenv("RATELAB_RACE_MODE"), path)
+		if err != nil {
+			return err
+		}
+		childproc.Say("ready")
+		childproc.WaitGo(stdin) // the barrier: every child starts together
+		for range hits {
+			if err := hit(); err != nil {
+				return err
+			}
+		}
+		childproc.Say("result hits=%d", hits)
+
+	case roleLockHold:
+		l := flock.New(path)
+		if err := l.Lock(); err != nil {
+			return err
+		}
+		childproc.Say("locked")
+		childproc.WaitGo(stdin)
+		if err := l.Unlock(); err != nil {
+			return err
+		}
+		if os.Getenv("RATELAB_RACE_UNLINK") == "1" {
+			// The pitfall: "clean up" the lock file after unlocking.
+			if err := os.Remove(path); err != nil {
+				return err
+			}
+		}
+		childproc.Say("released")
+		childproc.WaitGo(stdin)
+
+	case roleLockWait:
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		childproc.Say("opened")
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			return err
+		}
+		childproc.Say("locked")
+		childproc.WaitGo(stdin)
+
+	case roleLockTry:
+		l := flock.New(path)
+		ok, err := l.TryLock()
+		if err != nil {
+			return err
+		}
+		if ok {
+			childproc.Say("locked")
+		} else {
+			childproc.Say("busy")
+		}
+		childproc.WaitGo(stdin)
+		return l.Unlock()
+
+	case roleHoldState:
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			return err
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			return err
+		}
+		childproc.Say("locked")
+		childproc.WaitGo(stdin) // until killed
+		f.Close()
+
+	case roleStoreHit:
+		s, err := fixedfilestore.New(path, fixedfilestore.Options{})
+		if err != nil {
+			return err
+		}
+		h, err := s.HitAt(os.Getenv("RATELAB_RACE_KEY"), Window, Now)
+		if err != nil {
+			return err
+		}
+		if h.NotCounted != nil {
+			return fmt.Errorf("hit not counted: %w", h.NotCounted)
+		}
+		childproc.Say("result count=%d", h.Count)
+
+	default:
+		return fmt.Errorf("unknown role %q", role)
+	}
+	return nil
+}
+
+// stressHitter returns one hit of the given kind on path (for flock, path
+// is the fixed store's base directory).
+func stressHitter(mode, path string) (func() error, error) {
+	switch mode {
+	case "lock-free":
+		c := &BrokenCounter{Path: path}
+		return func() error { _, err := c.HitAt(Now, Window); return err }, nil
+	case "lock-free-truncate-first":
+		c := &BrokenCounter{Path: path, Order: TruncateFirst}
+		return func() error { _, err := c.HitAt(Now, Window); return err }, nil
+	case "flock":
+		s, err := fixedfilestore.New(path, fixedfilestore.Options{LockWait: time.Minute})
+		if err != nil {
+			return nil, err
+		}
+		return func() error {
+			h, err := s.HitAt(StressKey, Window, Now)
+			if err == nil && h.NotCounted != nil {
+				err = h.NotCounted
+			}
+			return err
+		}, nil
+	}
+	return nil, fmt.Errorf("unknown stress mode %q", mode)
+}
+
+// StressKey is the one hot key every stress process hits.
+const StressKey = "demo-start:ip:203.0.113.7"

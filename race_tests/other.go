@@ -1,0 +1,25 @@
+//go:build !linux && !darwin
+
+package racetests
+
+import (
+	"errors"
+	"io"
+)
+
+// RunChildIfRequested does nothing where flock(2) is not available.
+func RunChildIfRequested() {}
+
+// Report is empty where flock(2) is not available.
+type Report struct{}
+
+// Pass is false: nothing was shown.
+func (Report) Pass() bool { return false }
+
+// Print prints nothing.
+func (Report) Print(io.Writer, bool) {}
+
+// Demo needs flock(2) semantics (Linux or macOS).
+func Demo(string, int, int, io.Writer) (Report, error) {
+	return Report{}, errors.New("racetests: the demonstrations need flock(2) semantics (Linux or macOS)")
+}
