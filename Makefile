@@ -38,7 +38,7 @@ bin/ratelab:
 	$(GO) build -o $@ ./harness/cmd/ratelab
 
 ## demo: every demonstration; exits non-zero if any observation differs from its claim
-demo: demo-broken demo-fixed demo-race
+demo: demo-broken demo-fixed demo-race demo-boundary
 
 ## demo-broken: the in-memory store under single, pool and cgi — 429 only in single
 demo-broken: bin/ratelab
@@ -54,6 +54,15 @@ demo-fixed: bin/ratelab
 demo-race: bin/ratelab
 	@echo "== demo-race: why the file store needs its lock, and how file locks go wrong"
 	@bin/ratelab race
+
+## demo-boundary: the 2 × limit burst at a fixed window's reset, and the algorithms that bound it
+demo-boundary: bin/ratelab
+	@echo "== demo-boundary: fixed-window edges, measured"
+	@bin/ratelab boundary
+
+## figures: regenerate the SVG charts in docs/figures (standard library only)
+figures: bin/ratelab
+	bin/ratelab boundary -svg docs/figures/window-boundary.svg
 
 ## serve-broken / serve-fixed: a server to curl in a workshop (Ctrl-C stops it)
 serve-broken: bin/ratelab

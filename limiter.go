@@ -75,6 +75,9 @@ func (l *Limiter) AllowAt(key string, now time.Time) (Decision, error) {
 }
 
 func (l *Limiter) decide(h Hit, now time.Time) Decision {
+	if h.Count > l.limit && h.Sliding != nil {
+		h.ResetAt = h.Sliding.RetryAt(now, l.window, l.limit)
+	}
 	return Decision{
 		Allowed:    h.Count <= l.limit,
 		Count:      h.Count,

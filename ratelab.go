@@ -28,6 +28,10 @@ type Hit struct {
 	// this hit, reports it as the first of a fresh window so the caller lets
 	// it through, and says why here.
 	NotCounted error
+	// Sliding is set by stores using the sliding-window counter: Count is
+	// then a weighted count, and the Limiter asks Sliding when a throttled
+	// client may retry.
+	Sliding *SlidingState
 }
 
 // ErrUnavailable is wrapped by the errors of a store that cannot record a

@@ -17,8 +17,8 @@ func supported() error {
 		"released when the holder dies), available on Linux and macOS, not on " + runtime.GOOS)
 }
 
-func (s *Store) update(string, time.Time, time.Duration) (ratelab.State, error) {
-	return ratelab.State{}, supported()
+func (s *Store) update(string, time.Time, time.Duration) (ratelab.Hit, error) {
+	return ratelab.Hit{}, supported()
 }
 
 func tryLock(int) (bool, error) { return false, supported() }

@@ -21,18 +21,18 @@ func supported() error { return nil }
 // returns the new state. It speaks to the kernel directly — open, flock,
 // fstat, lstat, pread, pwrite, flock, close — so each step is one system
 // call that the package documentation can name.
-func (s *Store) update(path string, now time.Time, window time.Duration) (ratelab.State, error) {
+func (s *Store) update(path string, now time.Time, window time.Duration) (ratelab.Hit, error) {
 	for range maxReopen {
 		fd, err := s.openLocked(path)
 		if errors.Is(err, errReplaced) {
 			continue
 		}
 		if err != nil {
-			return ratelab.State{}, err
+			return ratelab.Hit{}, err
 		}
 		return s.readModifyWrite(fd, path, now, window)
 	}
-	return ratelab.State{}, fmt.Errorf("state file was removed %d times while waiting for its lock", maxReopen)
+	return ratelab.Hit{}, fmt.Errorf("state file was removed %d times while waiting for its lock", maxReopen)
 }
 
 // openLocked opens path create-without-truncate, locks it and checks that
@@ -97,29 +97,29 @@ func openState(path string) (int, error) {
 // !+rmw
 // readModifyWrite applies one hit to the locked file, then unlocks and
 // closes it, whatever happens.
-func (s *Store) readModifyWrite(fd int, path string, now time.Time, window time.Duration) (ratelab.State, error) {
+func (s *Store) readModifyWrite(fd int, path string, now time.Time, window time.Duration) (ratelab.Hit, error) {
 	defer unlockClose(fd)
 
 	var old [maxStateSize + 1]byte
 	n, err := pread(fd, old[:])
 	if err != nil {
-		return ratelab.State{}, &fs.PathError{Op: "read", Path: path, Err: err}
+		return ratelab.Hit{}, &fs.PathError{Op: "read", Path: path, Err: err}
 	}
-	var buf [64]byte
-	st, out := s.next(buf[:0], old[:n], path, now, window)
+	var buf [96]byte
+	h, out := s.next(buf[:0], old[:n], path, now, window)
 	// Write in place, then cut off what is left of a longer old state. The
 	// file never passes through zero length (a reader without the lock
 	// would see no state and restart the window), and ext4 does not flush
 	// it on close as it does after a truncate to zero.
 	if _, err := syscall.Pwrite(fd, out, 0); err != nil {
-		return ratelab.State{}, &fs.PathError{Op: "write", Path: path, Err: err}
+		return ratelab.Hit{}, &fs.PathError{Op: "write", Path: path, Err: err}
 	}
 	if len(out) < n {
 		if err := syscall.Ftruncate(fd, int64(len(out))); err != nil {
-			return ratelab.State{}, &fs.PathError{Op: "truncate", Path: path, Err: err}
+			return ratelab.Hit{}, &fs.PathError{Op: "truncate", Path: path, Err: err}
 		}
 	}
-	return st, nil
+	return h, nil
 }
 
 // !-rmw

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/ratelab/ratelab"
@@ -11,13 +12,23 @@ import (
 
 // Entry is one state file as Inspect sees it.
 type Entry struct {
-	Name  string
-	State ratelab.State
-	Err   error // why the file could not be read or parsed
+	Name    string
+	State   ratelab.State         // a fixed-window state
+	Sliding *ratelab.SlidingState // set instead for a sliding-window-counter state
+	Err     error                 // why the file could not be read or parsed
 }
 
-// Live reports whether the entry's window is still open at now.
-func (e Entry) Live(now time.Time) bool { return e.Err == nil && e.State.ResetAt > now.Unix() }
+// Live reports whether a fixed-window entry's window is still open at now,
+// or a sliding entry's counts can still weigh on a hit made within window.
+func (e Entry) Live(now time.Time, window time.Duration) bool {
+	if e.Err != nil {
+		return false
+	}
+	if e.Sliding != nil {
+		return e.Sliding.WindowStart+2*int64(window/time.Second) > now.Unix()
+	}
+	return e.State.ResetAt > now.Unix()
+}
 
 // Inspect reads every state file in the store's directory, each under a
 // shared lock so that no half-written state is seen. It changes nothing.
@@ -34,7 +45,11 @@ func (s *Store) Inspect() ([]Entry, error) {
 		}
 		e := Entry{Name: d.Name()}
 		b, err := readShared(filepath.Join(s.dir, d.Name()), s.lockWait)
-		if err == nil {
+		if err == nil && strings.HasSuffix(d.Name(), ".sliding.json") {
+			var st ratelab.SlidingState
+			st, err = DecodeSliding(b)
+			e.Sliding = &st
+		} else if err == nil {
 			e.State, err = Decode(b)
 		}
 		e.Err = err

@@ -45,6 +45,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Clock is the time source of Hit and Sweep; nil means time.Now.
 	Clock func() time.Time
+	// Algorithm is the windowing rule: ratelab.FixedWindow (the default,
+	// the original's) or ratelab.SlidingCounter, whose state files are named
+	// <hex sha256(key)>.sliding.json and hold
+	// {"window_start":S,"count":C,"prev_count":P}.
+	Algorithm ratelab.Algorithm
 }
 
 // Store is a file-backed fixed-window store. It is safe for concurrent use
@@ -56,6 +61,7 @@ type Store struct {
 	lockWait time.Duration
 	log      *slog.Logger
 	now      func() time.Time
+	algo     ratelab.Algorithm
 
 	// testHookOpened, if set, runs after a hit opened its file and before it
 	// locks it: the window in which a sweep may unlink the file.
@@ -79,6 +85,12 @@ func New(base string, opts Options) (*Store, error) {
 	if base == "" {
 		return nil, errors.New("fixedfilestore: base directory is empty: name the directory that holds rate-limits/")
 	}
+	if opts.Algorithm == "" {
+		opts.Algorithm = ratelab.FixedWindow
+	}
+	if _, err := ratelab.ParseAlgorithm(string(opts.Algorithm)); err != nil {
+		return nil, fmt.Errorf("fixedfilestore: %w", err)
+	}
 	if err := checkDir(base); err != nil {
 		return nil, err
 	}
@@ -88,6 +100,7 @@ func New(base string, opts Options) (*Store, error) {
 		lockWait: cmp(opts.LockWait, DefaultLockWait),
 		log:      opts.Logger,
 		now:      opts.Clock,
+		algo:     opts.Algorithm,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -133,6 +146,9 @@ func (s *Store) Dir() string { return s.dir }
 // Path returns the state file of key: the hex SHA-256 of the key, so any
 // key gives a safe, fixed-length name.
 func (s *Store) Path(key string) string {
+	if s.algo == ratelab.SlidingCounter {
+		return filepath.Join(s.dir, SlidingFileName(key))
+	}
 	return filepath.Join(s.dir, FileName(key))
 }
 
@@ -140,6 +156,12 @@ func (s *Store) Path(key string) string {
 func FileName(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(sum[:]) + ".json"
+}
+
+// SlidingFileName returns the name of key's sliding-window-counter state.
+func SlidingFileName(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:]) + ".sliding.json"
 }
 
 // Hit records one hit for key now; it is HitAt(key, window, clock()).
@@ -159,9 +181,9 @@ func (s *Store) HitAt(key string, window time.Duration, now time.Time) (ratelab.
 		return ratelab.Hit{}, err
 	}
 	path := s.Path(key)
-	st, err := s.update(path, now, window)
+	h, err := s.update(path, now, window)
 	if err == nil {
-		return st.Hit(), nil
+		return h, nil
 	}
 	if s.policy == ratelab.FailClosed {
 		s.log.Error("fixedfilestore: hit refused (fail-closed): rate-limit state unavailable", "path", path, "err", err)
@@ -179,9 +201,19 @@ const maxReopen = 8
 var errReplaced = errors.New("fixedfilestore: locked file is no longer at its path")
 
 // next decodes the state read from path, applies one hit at now and returns
-// the new state, and its encoding appended to dst. Corrupt state and clamped
-// windows are logged here, so the platform code only moves bytes.
-func (s *Store) next(dst, old []byte, path string, now time.Time, window time.Duration) (ratelab.State, []byte) {
+// the Hit to report, and the new state's encoding appended to dst. Corrupt
+// state and clamped windows are logged here, so the platform code only
+// moves bytes.
+func (s *Store) next(dst, old []byte, path string, now time.Time, window time.Duration) (ratelab.Hit, []byte) {
+	if s.algo == ratelab.SlidingCounter {
+		prev, err := DecodeSliding(old)
+		if err != nil {
+			s.log.Warn("fixedfilestore: corrupt state replaced by a fresh window", "path", path, "err", err, "content", quote(old))
+			prev = ratelab.SlidingState{}
+		}
+		st := prev.Next(now, window)
+		return st.Hit(now, window), EncodeSliding(dst, st)
+	}
 	prev, err := Decode(old)
 	if err != nil {
 		s.log.Warn("fixedfilestore: corrupt state replaced by a fresh window", "path", path, "err", err, "content", quote(old))
@@ -192,7 +224,7 @@ func (s *Store) next(dst, old []byte, path string, now time.Time, window time.Du
 		s.log.Warn("fixedfilestore: reset_at was more than one window ahead (clock stepped back or file edited); window clamped",
 			"path", path, "reset_at", prev.ResetAt, "now", now.Unix(), "clamped_to", st.ResetAt)
 	}
-	return st, Encode(dst, st)
+	return st.Hit(), Encode(dst, st)
 }
 
 // Encode appends the JSON form of st to dst, byte for byte as PHP's
@@ -244,4 +276,45 @@ func quote(b []byte) string {
 		return strconv.Quote(string(b[:64])) + "…"
 	}
 	return strconv.Quote(string(b))
+}
+
+// EncodeSliding appends the JSON form of a sliding-window-counter state.
+func EncodeSliding(dst []byte, st ratelab.SlidingState) []byte {
+	dst = append(dst, `{"window_start":`...)
+	dst = strconv.AppendInt(dst, st.WindowStart, 10)
+	dst = append(dst, `,"count":`...)
+	dst = strconv.AppendInt(dst, st.Count, 10)
+	dst = append(dst, `,"prev_count":`...)
+	dst = strconv.AppendInt(dst, st.PrevCount, 10)
+	return append(dst, '}')
+}
+
+// DecodeSliding parses a sliding-window-counter state file, as strictly as
+// Decode parses a fixed-window one.
+func DecodeSliding(b []byte) (ratelab.SlidingState, error) {
+	if len(b) == 0 {
+		return ratelab.SlidingState{}, nil
+	}
+	if len(b) > maxStateSize {
+		return ratelab.SlidingState{}, fmt.Errorf("fixedfilestore: state is larger than %d bytes", maxStateSize)
+	}
+	var raw struct {
+		WindowStart *int64 `json:"window_start"`
+		Count       *int64 `json:"count"`
+		PrevCount   *int64 `json:"prev_count"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&raw); err != nil {
+		return ratelab.SlidingState{}, fmt.Errorf("fixedfilestore: state is not valid JSON: %w", err)
+	}
+	if dec.More() {
+		return ratelab.SlidingState{}, errors.New("fixedfilestore: state has data after its JSON object")
+	}
+	switch {
+	case raw.WindowStart == nil || raw.Count == nil || raw.PrevCount == nil:
+		return ratelab.SlidingState{}, errors.New(`fixedfilestore: state lacks "window_start", "count" or "prev_count"`)
+	case *raw.Count < 0 || *raw.PrevCount < 0:
+		return ratelab.SlidingState{}, errors.New("fixedfilestore: state has a negative count")
+	}
+	return ratelab.SlidingState{WindowStart: *raw.WindowStart, Count: *raw.Count, PrevCount: *raw.PrevCount}, nil
 }

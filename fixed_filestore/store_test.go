@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -351,4 +352,66 @@ func TestClockOption(t *testing.T) {
 	h, err := s.Hit(storetest.Key, time.Hour)
 	require.NoError(t, err)
 	assert.Equal(t, t0.Add(time.Hour).Unix(), h.ResetAt.Unix())
+}
+
+func TestSlidingCounterAlgorithm(t *testing.T) {
+	base := t.TempDir()
+	open := func() *fixedfilestore.Store {
+		s, _ := newStoreAt(t, base, fixedfilestore.Options{Algorithm: ratelab.SlidingCounter})
+		return s
+	}
+	// 30 hits near the end of one hour, from several instances (processes).
+	for range 30 {
+		h, err := open().HitAt(storetest.Key, time.Hour, t0.Add(59*time.Minute))
+		require.NoError(t, err)
+		require.NoError(t, h.NotCounted)
+	}
+	s := open()
+	assert.True(t, strings.HasSuffix(s.Path(storetest.Key), ".sliding.json"))
+	got, err := os.ReadFile(s.Path(storetest.Key))
+	require.NoError(t, err)
+	assert.Equal(t, fmt.Sprintf(`{"window_start":%d,"count":30,"prev_count":0}`, t0.Unix()), string(got))
+
+	// At the reset the previous hour still weighs in full: no fresh 30.
+	h, err := s.HitAt(storetest.Key, time.Hour, t0.Add(time.Hour))
+	require.NoError(t, err)
+	assert.Equal(t, int64(31), h.Count, "30 × (3600−0)/3600 + 1")
+	l, err := ratelab.NewLimiter(s, 30, time.Hour)
+	require.NoError(t, err)
+	d, err := l.AllowAt(storetest.Key, t0.Add(time.Hour))
+	require.NoError(t, err)
+	assert.False(t, d.Allowed)
+	assert.Equal(t, 6*time.Minute, d.ResetIn, "two hits here so far; a third needs 30(3600−e) + 3·3600 ≤ 30·3600: e ≥ 360 s")
+}
+
+func TestSlidingCorruptStateIsReplaced(t *testing.T) {
+	s, logs := newStore(t, fixedfilestore.Options{Algorithm: ratelab.SlidingCounter})
+	require.NoError(t, os.WriteFile(s.Path(storetest.Key), []byte(`{"count":3,"reset_at":1}`), 0o600))
+	h := hit(t, s, t0)
+	assert.Equal(t, int64(1), h.Count)
+	assert.Contains(t, logs.String(), `lacks \"window_start\"`)
+	for _, bad := range []string{`{"window_start":1,"count":-1,"prev_count":0}`, `{"window_start":1,"count":1,"prev_count":0} x`} {
+		_, err := fixedfilestore.DecodeSliding([]byte(bad))
+		assert.Error(t, err, bad)
+	}
+}
+
+func TestUnknownAlgorithm(t *testing.T) {
+	_, err := fixedfilestore.New(t.TempDir(), fixedfilestore.Options{Algorithm: "leaky"})
+	assert.ErrorContains(t, err, "use fixed or sliding")
+}
+
+func TestSweepAndInspectKnowSlidingFiles(t *testing.T) {
+	s, _ := newStore(t, fixedfilestore.Options{Algorithm: ratelab.SlidingCounter})
+	hit(t, s, t0)
+	entries, err := s.Inspect()
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	require.NotNil(t, entries[0].Sliding)
+	assert.True(t, entries[0].Live(t0.Add(time.Hour), time.Hour), "its count still weighs in the next window")
+	assert.False(t, entries[0].Live(t0.Add(2*time.Hour), time.Hour))
+	age(t, s.Path(storetest.Key), t0)
+	report, err := s.SweepAt(time.Hour, t0.Add(3*time.Hour))
+	require.NoError(t, err)
+	assert.Equal(t, fixedfilestore.Removed, report[0].Action)
 }

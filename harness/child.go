@@ -74,6 +74,8 @@ type App struct {
 	// Now, if not zero, is the instant every request is handled at, in every
 	// process: a fixed clock, so a run's Retry-After values are exact.
 	Now time.Time
+	// Algorithm is the file store's windowing rule; "" means fixed.
+	Algorithm ratelab.Algorithm
 }
 
 // KeyPrefix is the original's key prefix; the key is this plus the
@@ -94,6 +96,14 @@ func (a App) Validate() error {
 	if a.Limit <= 0 {
 		return fmt.Errorf("harness: limit %d must be positive", a.Limit)
 	}
+	if a.Algorithm != "" {
+		if _, err := ratelab.ParseAlgorithm(string(a.Algorithm)); err != nil {
+			return err
+		}
+		if a.Algorithm != ratelab.FixedWindow && a.Store != "file" {
+			return fmt.Errorf("harness: algorithm %s needs the file store", a.Algorithm)
+		}
+	}
 	return ratelab.CheckWindow(a.Window)
 }
 
@@ -106,6 +116,7 @@ func (a App) env(role string) []string {
 		"RATELAB_WINDOW=" + a.Window.String(),
 		"RATELAB_FAIL=" + a.FailPolicy.String(),
 		"RATELAB_NOW=" + formatNow(a.Now),
+		"RATELAB_ALGORITHM=" + string(a.Algorithm),
 		// A binary built with -race sleeps a second on exit by default;
 		// a CGI child exits after every request. Keep any other setting.
 		"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"),
@@ -124,6 +135,7 @@ func appFromEnv() (App, error) {
 	if a.FailPolicy, err = ratelab.ParseFailPolicy(os.Getenv("RATELAB_FAIL")); err != nil {
 		return a, err
 	}
+	a.Algorithm = ratelab.Algorithm(os.Getenv("RATELAB_ALGORITHM"))
 	if v := os.Getenv("RATELAB_NOW"); v != "" {
 		if a.Now, err = time.Parse(time.RFC3339Nano, v); err != nil {
 			return a, fmt.Errorf("RATELAB_NOW: %w", err)
@@ -145,7 +157,7 @@ func (a App) Handler(logger *slog.Logger) (http.Handler, error) {
 	case "memory":
 		store = new(brokeninmemory.Store)
 	case "file":
-		s, err := fixedfilestore.New(a.Dir, fixedfilestore.Options{FailPolicy: a.FailPolicy, Logger: logger})
+		s, err := fixedfilestore.New(a.Dir, fixedfilestore.Options{FailPolicy: a.FailPolicy, Logger: logger, Algorithm: a.Algorithm})
 		if err != nil {
 			return nil, err
 		}

@@ -2,11 +2,12 @@
 // at a rate limiter by hand.
 //
 //	ratelab demo    -store memory|file [-requests 40] [-limit 30] [-window 1h] [-workers 4] [-concurrency 8] [-at RFC3339] [-stable]
-//	ratelab serve   -model cgi|pool|single -store memory|file [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339]
-//	ratelab hit     -dir DIR -key KEY [-limit 30] [-window 1h] [-at RFC3339] [-fail open|closed]
-//	ratelab inspect -dir DIR [-at RFC3339]
+//	ratelab serve   -model cgi|pool|single -store memory|file [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding]
+//	ratelab hit     -dir DIR -key KEY [-limit 30] [-window 1h] [-at RFC3339] [-fail open|closed] [-algorithm fixed|sliding]
+//	ratelab inspect -dir DIR [-at RFC3339] [-window 1h]
 //	ratelab sweep   -dir DIR -window 1h [-at RFC3339]
 //	ratelab race    [-procs 8] [-hits 500] [-stable]
+//	ratelab boundary [-limit 30] [-window 1h] [-burst 5] [-seed 1] [-processes] [-svg FILE]
 //
 // DIR is the base directory; state lives in DIR/rate-limits. Exit status:
 // 0 success (for hit: allowed), 3 throttled (hit only), 2 bad usage, 1
@@ -33,6 +34,7 @@ import (
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/harness"
 	racetests "github.com/ratelab/ratelab/race_tests"
+	windowboundary "github.com/ratelab/ratelab/window_boundary"
 )
 
 const (
@@ -45,6 +47,7 @@ const (
 func main() {
 	harness.RunChildIfRequested()
 	racetests.RunChildIfRequested()
+	windowboundary.RunChildIfRequested()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -56,21 +59,23 @@ func (e usageError) Error() string { return e.msg }
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
 var commands = map[string]func(args []string, stdout, stderr io.Writer) (int, error){
-	"demo":    cmdDemo,
-	"serve":   cmdServe,
-	"hit":     cmdHit,
-	"inspect": cmdInspect,
-	"sweep":   cmdSweep,
-	"race":    cmdRace,
+	"demo":     cmdDemo,
+	"serve":    cmdServe,
+	"hit":      cmdHit,
+	"inspect":  cmdInspect,
+	"sweep":    cmdSweep,
+	"race":     cmdRace,
+	"boundary": cmdBoundary,
 }
 
 const usage = `usage:
   ratelab demo    -store memory|file [-requests 40] [-limit 30] [-window 1h] [-workers 4] [-concurrency 8] [-at RFC3339] [-stable]
-  ratelab serve   -model cgi|pool|single -store memory|file [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339]
-  ratelab hit     -dir DIR -key KEY [-limit 30] [-window 1h] [-at RFC3339] [-fail open|closed]
-  ratelab inspect -dir DIR [-at RFC3339]
+  ratelab serve   -model cgi|pool|single -store memory|file [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding]
+  ratelab hit     -dir DIR -key KEY [-limit 30] [-window 1h] [-at RFC3339] [-fail open|closed] [-algorithm fixed|sliding]
+  ratelab inspect -dir DIR [-at RFC3339] [-window 1h]
   ratelab sweep   -dir DIR -window 1h [-at RFC3339]
   ratelab race    [-procs 8] [-hits 500] [-stable]
+  ratelab boundary [-limit 30] [-window 1h] [-burst 5] [-seed 1] [-processes] [-svg FILE]
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -179,11 +184,11 @@ func (f *flags) now() (time.Time, error) {
 
 // openStore opens the file store at -dir; a missing or unusable directory
 // is bad input.
-func (f *flags) openStore(policy ratelab.FailPolicy) (*fixedfilestore.Store, error) {
+func (f *flags) openStore(policy ratelab.FailPolicy, alg ratelab.Algorithm) (*fixedfilestore.Store, error) {
 	if f.dir == "" {
 		return nil, usagef("-dir is required")
 	}
-	s, err := fixedfilestore.New(f.dir, fixedfilestore.Options{FailPolicy: policy})
+	s, err := fixedfilestore.New(f.dir, fixedfilestore.Options{FailPolicy: policy, Algorithm: alg})
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
@@ -247,6 +252,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	model := f.String("model", "", "cgi, pool or single (required)")
 	store := f.String("store", "", "memory or file (required)")
 	addr := f.String("addr", "127.0.0.1:8080", "address to listen on")
+	algo := f.String("algorithm", "fixed", "file store: fixed or sliding")
 	f.common(true, true, true, true, true)
 	if err := f.parse(args); err != nil {
 		return 0, err
@@ -255,7 +261,11 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, usagef("-model %q: use cgi, pool or single", *model)
 	}
-	app := harness.App{Store: *store, Limit: f.limit, Window: f.window, Dir: f.dir}
+	alg, err := ratelab.ParseAlgorithm(*algo)
+	if err != nil {
+		return 0, usagef("-algorithm %q: use fixed or sliding", *algo)
+	}
+	app := harness.App{Store: *store, Limit: f.limit, Window: f.window, Dir: f.dir, Algorithm: alg}
 	if f.at != "" {
 		if app.Now, err = f.now(); err != nil {
 			return 0, err
@@ -306,6 +316,7 @@ func cmdHit(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("hit", stdout)
 	key := f.String("key", "", "the key to count, e.g. demo-start:ip:203.0.113.7 (required)")
 	fail := f.String("fail", "open", "what to do when the state cannot be reached: open or closed")
+	algo := f.String("algorithm", "fixed", "fixed (the original's fixed window) or sliding (sliding-window counter)")
 	f.common(true, true, false, true, true)
 	if err := f.parse(args); err != nil {
 		return 0, err
@@ -317,11 +328,15 @@ func cmdHit(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, usagef("-fail %q: use open or closed", *fail)
 	}
+	alg, err := ratelab.ParseAlgorithm(*algo)
+	if err != nil {
+		return 0, usagef("-algorithm %q: use fixed or sliding", *algo)
+	}
 	now, err := f.now()
 	if err != nil {
 		return 0, err
 	}
-	store, err := f.openStore(policy)
+	store, err := f.openStore(policy, alg)
 	if err != nil {
 		return 0, err
 	}
@@ -351,7 +366,7 @@ func cmdHit(args []string, stdout, stderr io.Writer) (int, error) {
 
 func cmdInspect(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("inspect", stdout)
-	f.common(false, false, false, true, true)
+	f.common(false, true, false, true, true)
 	if err := f.parse(args); err != nil {
 		return 0, err
 	}
@@ -359,7 +374,7 @@ func cmdInspect(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	store, err := f.openStore(ratelab.FailOpen)
+	store, err := f.openStore(ratelab.FailOpen, ratelab.FixedWindow)
 	if err != nil {
 		return 0, err
 	}
@@ -373,8 +388,13 @@ func cmdInspect(args []string, stdout, stderr io.Writer) (int, error) {
 			continue
 		}
 		status := "expired"
-		if e.Live(now) {
+		if e.Live(now, f.window) {
 			status = "live"
+		}
+		if e.Sliding != nil {
+			fmt.Fprintf(stdout, "%s  window_start=%d (%s)  count=%d  prev_count=%d  %s\n", e.Name, e.Sliding.WindowStart,
+				time.Unix(e.Sliding.WindowStart, 0).UTC().Format(time.RFC3339), e.Sliding.Count, e.Sliding.PrevCount, status)
+			continue
 		}
 		fmt.Fprintf(stdout, "%s  count=%d  reset_at=%d (%s)  %s\n", e.Name, e.State.Count, e.State.ResetAt,
 			time.Unix(e.State.ResetAt, 0).UTC().Format(time.RFC3339), status)
@@ -393,7 +413,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	store, err := f.openStore(ratelab.FailOpen)
+	store, err := f.openStore(ratelab.FailOpen, ratelab.FixedWindow)
 	if err != nil {
 		return 0, err
 	}
@@ -450,5 +470,50 @@ func cmdRace(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitFailure, nil
 	}
 	fmt.Fprintln(stdout, "PASS: every claim held; lock-free stress figures are shown, not claimed")
+	return exitOK, nil
+}
+
+func cmdBoundary(args []string, stdout, stderr io.Writer) (int, error) {
+	f := newFlags("boundary", stdout)
+	def := windowboundary.DefaultConfig()
+	burst := f.Int("burst", def.Burst, "GCRA: requests that may come early (> 0)")
+	seed := f.Uint64("seed", def.Seed, "seed of the random traffic")
+	procs := f.Bool("processes", true, "also run the edge pattern across processes through the file store")
+	svg := f.String("svg", "", "write the chart to this file and exit")
+	f.common(true, true, false, false, false)
+	if err := f.parse(args); err != nil {
+		return 0, err
+	}
+	if *burst <= 0 {
+		return 0, usagef("-burst %d must be positive", *burst)
+	}
+	c := windowboundary.Config{Limit: f.limit, Window: f.window, Burst: *burst, Seed: *seed, T0: def.T0}
+	if *svg != "" {
+		out, err := os.Create(*svg)
+		if err != nil {
+			return 0, err
+		}
+		if err := windowboundary.WriteSVG(out, c); err != nil {
+			out.Close()
+			return 0, err
+		}
+		return exitOK, out.Close()
+	}
+	if *procs {
+		dir, err := os.MkdirTemp("", "ratelab-boundary-")
+		if err != nil {
+			return 0, err
+		}
+		defer os.RemoveAll(dir)
+		c.Dir = dir
+	}
+	rep, err := windowboundary.Demo(c)
+	if err != nil {
+		return 0, err
+	}
+	rep.Print(stdout)
+	if !rep.Pass() {
+		return exitFailure, nil
+	}
 	return exitOK, nil
 }

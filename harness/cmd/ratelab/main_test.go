@@ -19,6 +19,7 @@ import (
 
 	"github.com/ratelab/ratelab/harness"
 	racetests "github.com/ratelab/ratelab/race_tests"
+	windowboundary "github.com/ratelab/ratelab/window_boundary"
 )
 
 // envRunCLI makes a re-executed test binary run the command line in its
@@ -29,6 +30,7 @@ const envRunCLI = "RATELAB_TEST_RUN_CLI"
 func TestMain(m *testing.M) {
 	harness.RunChildIfRequested()
 	racetests.RunChildIfRequested()
+	windowboundary.RunChildIfRequested()
 	if os.Getenv(envRunCLI) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}

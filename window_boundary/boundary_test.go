@@ -1,0 +1,126 @@
+package windowboundary_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ratelab/ratelab"
+	windowboundary "github.com/ratelab/ratelab/window_boundary"
+)
+
+// Children are this test binary re-executed, each making one hit at the
+// instant it is handed.
+func TestMain(m *testing.M) {
+	windowboundary.RunChildIfRequested()
+	os.Exit(m.Run())
+}
+
+var (
+	t0 = time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)
+	w  = time.Hour
+)
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+func TestMaxIn(t *testing.T) {
+	acc := []time.Time{at(0), at(10 * time.Minute), at(time.Hour), at(time.Hour + time.Second)}
+	n, from := windowboundary.MaxIn(acc, time.Hour)
+	assert.Equal(t, 3, n, "both ends of [t0, t0+1h] are included")
+	assert.Equal(t, t0, from)
+	n, _ = windowboundary.MaxIn(acc, time.Second)
+	assert.Equal(t, 2, n)
+	n, _ = windowboundary.MaxIn(nil, time.Hour)
+	assert.Equal(t, 0, n)
+}
+
+// The figures the chapter states, for 30 per hour with a GCRA burst of 5.
+func TestFigures(t *testing.T) {
+	tests := []struct {
+		name                string
+		edge, paced, random int
+	}{
+		{"fixed window", 60, 30, 46},
+		{"sliding log", 30, 30, 30},
+		{"sliding counter", 30, 59, 30},
+		{"GCRA / token bucket", 6, 34, 33},
+	}
+	rep, err := windowboundary.Demo(windowboundary.DefaultConfig())
+	require.NoError(t, err)
+	require.True(t, rep.Pass(), "errors: %v", rep.Errors)
+	require.Len(t, rep.Rows, len(tests))
+	for i, tt := range tests {
+		row := rep.Rows[i]
+		assert.Equal(t, tt.name, row.Name)
+		assert.Equal(t, tt.edge, row.Edge, "%s: edge", tt.name)
+		assert.Equal(t, tt.paced, row.Paced, "%s: paced", tt.name)
+		assert.Equal(t, tt.random, row.Random, "%s: random", tt.name)
+	}
+	fixed := rep.Rows[0]
+	assert.Equal(t, []int{1, 29, 30}, fixed.EdgeAccepts, "accepted at t0, one second before the reset, at the reset")
+	assert.Equal(t, 59, fixed.EdgeInSecond, "59 within one second")
+}
+
+func TestAlgorithmsTakeTimeAsAParameter(t *testing.T) {
+	g := &windowboundary.GCRA{Limit: 30, Window: w, Burst: 5}
+	for i := range 5 {
+		assert.True(t, g.AllowAt(t0), "burst request %d", i+1)
+	}
+	assert.False(t, g.AllowAt(t0), "the burst is spent")
+	assert.False(t, g.AllowAt(at(119*time.Second)))
+	assert.True(t, g.AllowAt(at(120*time.Second)), "one more every window/limit")
+
+	l := &windowboundary.SlidingLog{Limit: 2, Window: w}
+	assert.True(t, l.AllowAt(t0))
+	assert.True(t, l.AllowAt(at(time.Minute)))
+	assert.False(t, l.AllowAt(at(time.Hour)), "t0 is still inside [t0+1h−1h, t0+1h]")
+	assert.True(t, l.AllowAt(at(time.Hour+time.Nanosecond)))
+}
+
+// A demonstration that lost its claim must fail.
+func TestReportFailsOnABrokenClaim(t *testing.T) {
+	c := windowboundary.DefaultConfig()
+	c.Burst = 1 // GCRA then stays within limit + 1, still within its bound
+	rep, err := windowboundary.Demo(c)
+	require.NoError(t, err)
+	assert.True(t, rep.Pass())
+	rep.Rows[1].Pass = false
+	rep.Errors = append(rep.Errors, "injected")
+	assert.False(t, rep.Pass())
+	var out strings.Builder
+	rep.Print(&out)
+	assert.Contains(t, out.String(), "FAIL: injected")
+}
+
+// The burst with real processes and the real file store: each process is
+// told its instant, nobody sleeps.
+func TestCrossProcessBurst(t *testing.T) {
+	b, err := windowboundary.CrossProcessBurst(t.TempDir(), ratelab.FixedWindow, 30, w, t0)
+	require.NoError(t, err)
+	assert.Equal(t, 61, b.Requests)
+	assert.Equal(t, 60, b.Accepted, "fixed window: 2 × limit")
+	assert.Equal(t, 60, b.MaxInWindow)
+	assert.Equal(t, time.Hour, b.Span)
+
+	b, err = windowboundary.CrossProcessBurst(t.TempDir(), ratelab.SlidingCounter, 30, w, t0)
+	require.NoError(t, err)
+	assert.Equal(t, 30, b.Accepted, "sliding counter: the reset buys nothing")
+}
+
+// The checked-in chart is what the code draws now.
+func TestFigureIsFresh(t *testing.T) {
+	var buf bytes.Buffer
+	require.NoError(t, windowboundary.WriteSVG(&buf, windowboundary.DefaultConfig()))
+	var again bytes.Buffer
+	require.NoError(t, windowboundary.WriteSVG(&again, windowboundary.DefaultConfig()))
+	require.Equal(t, buf.String(), again.String(), "the chart must be deterministic")
+	got, err := os.ReadFile(filepath.Join("..", "docs", "figures", "window-boundary.svg"))
+	require.NoError(t, err, "run make figures")
+	assert.True(t, bytes.Equal(got, buf.Bytes()), "docs/figures/window-boundary.svg is stale: run make figures")
+}

@@ -1,0 +1,185 @@
+package windowboundary
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ratelab/ratelab"
+)
+
+// Config is a boundary demonstration's parameters.
+type Config struct {
+	Limit  int
+	Window time.Duration
+	Burst  int       // GCRA's burst
+	Seed   uint64    // random traffic
+	T0     time.Time // a multiple of Window: where the fixed window opens
+	Dir    string    // for the cross-process run; "" skips it
+}
+
+// DefaultConfig is 30 per hour, as the original, from 2026-07-09T00:00Z.
+func DefaultConfig() Config {
+	return Config{Limit: 30, Window: time.Hour, Burst: 5, Seed: 1,
+		T0: time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)}
+}
+
+// Row is one algorithm's measurements.
+type Row struct {
+	Name                    string
+	Bound                   string
+	BoundValue              int
+	Edge, Paced, Random     int // most accepted in one window-long span
+	EdgeInSecond            int // most accepted within one second at the edge
+	EdgeAccepts             []int
+	WronglyAllowed, Refused int // sliding counter only: against the exact count
+	Pass                    bool
+}
+
+// Report is a whole demonstration.
+type Report struct {
+	Config Config
+	Rows   []Row
+	Bursts []Burst // cross-process, through the file store
+	Errors []string
+}
+
+// Pass reports whether every claim held.
+func (r Report) Pass() bool { return len(r.Errors) == 0 && len(r.Rows) > 0 }
+
+// bounds are the claims, checked against every pattern.
+func bounds(c Config) map[string]int {
+	return map[string]int{
+		"fixed window":        2 * c.Limit,
+		"sliding log":         c.Limit,
+		"sliding counter":     2*c.Limit - 1,
+		"GCRA / token bucket": c.Limit + c.Burst,
+	}
+}
+
+// Demo measures every algorithm on the edge, paced and random patterns,
+// and, if c.Dir is set, runs the edge pattern across processes through the
+// file store with each of its algorithms.
+func Demo(c Config) (Report, error) {
+	rep := Report{Config: c}
+	edge, paced := Edge(c.Limit, c.Window, c.T0), Paced(c.Limit, c.Window, c.T0)
+	random := Random(c.Seed, 20*c.Limit, 10*c.Window, c.T0)
+	bnd := bounds(c)
+	instants := []time.Time{c.T0, c.T0.Add(c.Window - time.Second), c.T0.Add(c.Window)}
+	for i := range All(c.Limit, c.Window, c.Burst) {
+		fresh := func() Algorithm { return All(c.Limit, c.Window, c.Burst)[i] }
+		a := fresh()
+		row := Row{Name: a.Name(), Bound: a.Bound(), BoundValue: bnd[a.Name()]}
+		acc := Run(a, edge)
+		row.Edge, _ = MaxIn(acc, c.Window)
+		row.EdgeInSecond, _ = MaxIn(acc, time.Second)
+		for _, at := range instants {
+			n := 0
+			for _, t := range acc {
+				if t.Equal(at) {
+					n++
+				}
+			}
+			row.EdgeAccepts = append(row.EdgeAccepts, n)
+		}
+		row.Paced, _ = MaxIn(Run(fresh(), paced), c.Window)
+		row.Random, _ = MaxIn(Run(fresh(), random), c.Window)
+		if _, ok := a.(*Counter); ok {
+			row.WronglyAllowed, row.Refused = CounterError(c.Limit, c.Window, random)
+		}
+		row.Pass = max(row.Edge, row.Paced, row.Random) <= row.BoundValue
+		if !row.Pass {
+			rep.Errors = append(rep.Errors, fmt.Sprintf("%s accepted %d in one window, above its bound %d", row.Name, max(row.Edge, row.Paced, row.Random), row.BoundValue))
+		}
+		rep.Rows = append(rep.Rows, row)
+	}
+	// The claims the chapter makes, exactly.
+	if f := rep.Rows[0]; f.Edge != 2*c.Limit {
+		rep.Errors = append(rep.Errors, fmt.Sprintf("fixed window accepted %d at the edge, claimed 2 × limit = %d", f.Edge, 2*c.Limit))
+	}
+	if l := rep.Rows[1]; l.Edge > c.Limit || l.Paced > c.Limit || l.Random > c.Limit {
+		rep.Errors = append(rep.Errors, "the sliding log accepted more than limit in one window")
+	}
+	if c.Dir != "" {
+		for _, alg := range []ratelab.Algorithm{ratelab.FixedWindow, ratelab.SlidingCounter} {
+			dir := fmt.Sprintf("%s/%s", c.Dir, alg)
+			if err := mkdir(dir); err != nil {
+				return rep, err
+			}
+			b, err := CrossProcessBurst(dir, alg, c.Limit, c.Window, c.T0)
+			if err != nil {
+				return rep, err
+			}
+			want := 2 * c.Limit
+			if alg == ratelab.SlidingCounter {
+				want = c.Limit
+			}
+			if b.Accepted != want || b.MaxInWindow != want {
+				rep.Errors = append(rep.Errors, fmt.Sprintf("file store (%s) across processes accepted %d, claimed %d", alg, b.Accepted, want))
+			}
+			rep.Bursts = append(rep.Bursts, b)
+		}
+	}
+	return rep, nil
+}
+
+// Print writes the table, the edge timeline and the cross-process runs.
+func (r Report) Print(out io.Writer) {
+	c := r.Config
+	fmt.Fprintf(out, "limit %d per %s; most requests accepted in any %s span (both ends included)\n\n", c.Limit, dur(c.Window), dur(c.Window))
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "algorithm\tedge\tpaced\trandom\tbound\tverdict")
+	for _, row := range r.Rows {
+		v := "ok"
+		if !row.Pass {
+			v = "FAIL"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d (%s)\t%s\n", row.Name, row.Edge, row.Paced, row.Random, row.BoundValue, row.Bound, v)
+	}
+	tw.Flush()
+	fmt.Fprintf(out, "\nedge: 1 request at the window's start, %d one second before its reset, %d at the reset\n", c.Limit, c.Limit)
+	fmt.Fprintf(out, "paced: %d in the last second of a window, then one every %s\n", c.Limit, dur(c.Window/time.Duration(c.Limit)))
+	fmt.Fprintf(out, "random: %d requests in bursts over %s, seed %d\n", 20*c.Limit, dur(10*c.Window), c.Seed)
+	for _, row := range r.Rows {
+		if row.Name == "sliding counter" {
+			fmt.Fprintf(out, "sliding counter against the exact count it approximates (random): %d wrongly allowed, %d wrongly refused of %d\n",
+				row.WronglyAllowed, row.Refused, 20*c.Limit)
+		}
+	}
+
+	fmt.Fprintf(out, "\nthe edge, accepted per instant:\n\n")
+	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "\tt0\tt0+%s\tt0+%s\tin 1s\tin %s\t\n", dur(c.Window-time.Second), dur(c.Window), dur(c.Window))
+	for _, row := range r.Rows {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t  %s\n", row.Name, row.EdgeAccepts[0], row.EdgeAccepts[1], row.EdgeAccepts[2],
+			row.EdgeInSecond, row.Edge, strings.Repeat("█", row.Edge))
+	}
+	tw.Flush()
+
+	for _, b := range r.Bursts {
+		fmt.Fprintf(out, "\nacross processes, fixed_filestore -algorithm %s: %d processes, one hit each at its instant: %d accepted within %s\n",
+			b.Algorithm, b.Requests, b.Accepted, dur(b.Span))
+	}
+	fmt.Fprintln(out)
+	if !r.Pass() {
+		for _, e := range r.Errors {
+			fmt.Fprintln(out, "FAIL:", e)
+		}
+		return
+	}
+	fmt.Fprintln(out, "PASS: every figure is within its bound; the fixed window takes 2 × limit at its edge")
+}
+
+// dur prints a duration without its zero parts: 1h, 59m59s, 2m.
+func dur(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
