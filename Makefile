@@ -4,8 +4,8 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all test fmt-check vet staticcheck cross test-race demo demo-broken demo-fixed \
-	serve-broken serve-fixed bench docs bin/ratelab
+.PHONY: all test fmt-check vet staticcheck cross test-race demo demo-broken demo-fixed demo-race \
+	demo-boundary figures serve-broken serve-fixed bench docs fuzz bin/ratelab
 
 # The demos' workload: enough requests that a pool of 4 shows its 4 × 30.
 DEMO_FLAGS ?= -requests 130 -limit 30 -window 1h -workers 4 -concurrency 8
@@ -71,10 +71,19 @@ serve-broken: bin/ratelab
 serve-fixed: bin/ratelab
 	bin/ratelab serve -store file $(SERVE_FLAGS)
 
-## bench: the file store against the syscall floor and the original's write
-bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./fixed_filestore
+## bench: per-hit costs and cross-process throughput, written to docs/performance.md
+bench: bin/ratelab
+	bin/ratelab bench -o docs/performance.md
 
 ## docs: weave docs/src/*.md into docs/*.md (code from source regions, output from real runs)
 docs:
 	$(GO) run ./internal/weave/cmd/weave
+
+FUZZTIME ?= 10s
+
+## fuzz: each fuzz target for FUZZTIME (the seed corpus also runs in make test)
+fuzz:
+	@for t in FuzzDecode FuzzDecodeSliding FuzzKeyPath; do \
+		echo "== fuzzing $$t for $(FUZZTIME) …"; \
+		$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./fixed_filestore || exit 1; \
+	done

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -54,8 +55,10 @@ func (s *Store) openLocked(path string) (int, error) {
 	if s.testHookOpened != nil {
 		s.testHookOpened()
 	}
-	if err := lockWithin(fd, s.lockWait); err != nil {
-		syscall.Close(fd)
+	if given, err := s.lockExclusive(fd); err != nil {
+		if !given {
+			syscall.Close(fd)
+		}
 		return -1, err
 	}
 	var held, cur syscall.Stat_t
@@ -142,19 +145,79 @@ func pread(fd int, buf []byte) (int, error) {
 	return n, nil
 }
 
-// lockWithin takes an exclusive flock(2) on fd, waiting at most wait.
+// lockExclusive takes an exclusive flock(2) on fd, waiting at most
+// s.lockWait.
 //
-// A blocking flock cannot be given a deadline, so after a first
-// non-blocking attempt it polls, backing off from 20µs to 250µs: a holder
-// keeps the lock for some microseconds, so most waits end in the first few
-// polls, and a hung holder costs a waiter at most wait. With 8 processes on
-// one key this keeps within a few percent of a blocking flock's
-// throughput; a 2ms cap cost about 15% (race_tests' stress run).
-func lockWithin(fd int, wait time.Duration) error {
-	return lockWithinMode(fd, syscall.LOCK_EX, wait)
+// A blocking flock(2) cannot be given a deadline, and polling with a
+// non-blocking one wakes late and costs hot-key throughput when many
+// processes share few cores. So after two non-blocking attempts 20µs apart
+// (a holder keeps the lock for microseconds, so many waits end there), a
+// goroutine waits in a blocking flock(2) — the kernel wakes it the moment
+// the holder lets go — while the caller waits at most s.lockWait for it.
+// If the wait runs out, the goroutine is left to finish on its own: from
+// then on it owns fd, releases the lock if it ever gets it, and closes fd.
+// given reports that hand-over; the caller must then not touch fd. When
+// maxBlockedWaiters goroutines are already waiting (a hung holder with
+// heavy traffic), the caller polls instead.
+func (s *Store) lockExclusive(fd int) (given bool, err error) {
+	if s.lockWait == WaitForever {
+		return false, lockWithinMode(fd, syscall.LOCK_EX, WaitForever)
+	}
+	// Short waits, the common case, end in a second try.
+	for try := range 2 {
+		err = syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil || !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			return false, err
+		}
+		if try == 0 {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+	if s.blockedWaiters.Add(1) > maxBlockedWaiters {
+		s.blockedWaiters.Add(-1)
+		return false, lockWithinMode(fd, syscall.LOCK_EX, s.lockWait)
+	}
+	const waiting, done, abandoned = 0, 1, 2
+	var state atomic.Int32
+	result := make(chan error, 1)
+	go func() {
+		defer s.blockedWaiters.Add(-1)
+		err := lockWithinMode(fd, syscall.LOCK_EX, WaitForever)
+		if state.CompareAndSwap(waiting, done) {
+			result <- err
+			return
+		}
+		// The caller gave up and left fd to us.
+		if err == nil {
+			unlock(fd)
+		}
+		syscall.Close(fd)
+	}()
+	timer := time.NewTimer(s.lockWait)
+	defer timer.Stop()
+	select {
+	case err := <-result:
+		return false, err
+	case <-timer.C:
+		if state.CompareAndSwap(waiting, abandoned) {
+			return true, fmt.Errorf("%w (%v)", ErrLockTimeout, s.lockWait)
+		}
+		return false, <-result // the lock came just in time
+	}
 }
 
+// lockWithinMode takes a flock(2) of the given mode on fd, waiting at most
+// wait by polling with a non-blocking flock, backing off from 20µs to
+// 250µs. WaitForever blocks instead.
 func lockWithinMode(fd, mode int, wait time.Duration) error {
+	if wait == WaitForever {
+		for {
+			err := syscall.Flock(fd, mode)
+			if !errors.Is(err, syscall.EINTR) {
+				return err
+			}
+		}
+	}
 	var deadline time.Time
 	delay := 20 * time.Microsecond
 	for {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratelab/ratelab"
@@ -22,6 +23,12 @@ const DirName = "rate-limits"
 
 // DefaultLockWait is how long a hit waits for a key's lock by default.
 const DefaultLockWait = 3 * time.Second
+
+// WaitForever, as Options.LockWait, makes a hit wait for a key's lock with
+// a plain blocking flock(2), as the original does. A holder that hangs then
+// hangs every request for its key; it exists to measure what the bounded
+// wait costs, and for callers that have a deadline of their own.
+const WaitForever time.Duration = -1
 
 // maxStateSize bounds what a state file may hold; the largest valid state,
 // {"count":9223372036854775807,"reset_at":9223372036854775807}, is 59 bytes.
@@ -38,7 +45,7 @@ type Options struct {
 	FailPolicy ratelab.FailPolicy
 	// LockWait bounds how long a hit waits for a key's lock; 0 means
 	// DefaultLockWait. A holder that hangs longer makes the hit follow
-	// FailPolicy instead of hanging the request.
+	// FailPolicy instead of hanging the request. WaitForever blocks.
 	LockWait time.Duration
 	// Logger receives a line for every hit that could not be recorded and
 	// every state file that had to be repaired; nil means slog.Default().
@@ -63,6 +70,8 @@ type Store struct {
 	now      func() time.Time
 	algo     ratelab.Algorithm
 
+	blockedWaiters atomic.Int32 // goroutines waiting in a blocking flock(2)
+
 	// testHookOpened, if set, runs after a hit opened its file and before it
 	// locks it: the window in which a sweep may unlink the file.
 	testHookOpened func()
@@ -76,8 +85,8 @@ func New(base string, opts Options) (*Store, error) {
 	if err := supported(); err != nil {
 		return nil, err
 	}
-	if opts.LockWait < 0 {
-		return nil, fmt.Errorf("fixedfilestore: lock wait %v must not be negative", opts.LockWait)
+	if opts.LockWait < 0 && opts.LockWait != WaitForever {
+		return nil, fmt.Errorf("fixedfilestore: lock wait %v must not be negative (or WaitForever)", opts.LockWait)
 	}
 	if opts.FailPolicy != ratelab.FailOpen && opts.FailPolicy != ratelab.FailClosed {
 		return nil, fmt.Errorf("fixedfilestore: unknown fail policy %v", opts.FailPolicy)
@@ -147,9 +156,9 @@ func (s *Store) Dir() string { return s.dir }
 // key gives a safe, fixed-length name.
 func (s *Store) Path(key string) string {
 	if s.algo == ratelab.SlidingCounter {
-		return filepath.Join(s.dir, SlidingFileName(key))
+		return s.dir + string(filepath.Separator) + SlidingFileName(key)
 	}
-	return filepath.Join(s.dir, FileName(key))
+	return s.dir + string(filepath.Separator) + FileName(key)
 }
 
 // FileName returns the name of key's state file inside the state directory.
@@ -192,6 +201,10 @@ func (s *Store) HitAt(key string, window time.Duration, now time.Time) (ratelab.
 	s.log.Warn("fixedfilestore: hit not counted (fail-open): rate-limit state unavailable", "path", path, "err", err)
 	return ratelab.FreshHit(now, window, err), nil
 }
+
+// maxBlockedWaiters bounds the goroutines of one Store that wait in a
+// blocking flock(2) at once; each holds an OS thread while it waits.
+const maxBlockedWaiters = 64
 
 // maxReopen bounds how often one hit starts over because a sweep removed
 // the file it had opened. Each start over needs a whole sweep of that file
@@ -245,6 +258,16 @@ func Decode(b []byte) (ratelab.State, error) {
 	if len(b) == 0 {
 		return ratelab.State{}, nil
 	}
+	if st, ok := decodeCanonical(b); ok {
+		return st, nil
+	}
+	return decodeJSON(b)
+}
+
+func decodeJSON(b []byte) (ratelab.State, error) {
+	if len(b) == 0 {
+		return ratelab.State{}, nil
+	}
 	if len(b) > maxStateSize {
 		return ratelab.State{}, fmt.Errorf("fixedfilestore: state is larger than %d bytes", maxStateSize)
 	}
@@ -268,6 +291,35 @@ func Decode(b []byte) (ratelab.State, error) {
 		return ratelab.State{}, fmt.Errorf("fixedfilestore: state reset_at %d is not a Unix time", *raw.ResetAt)
 	}
 	return ratelab.State{Count: *raw.Count, ResetAt: *raw.ResetAt}, nil
+}
+
+// decodeCanonical reads exactly what Encode (and PHP's json_encode)
+// writes, {"count":N,"reset_at":M} with N ≥ 0 and M > 0, without
+// reflection: the state of every hit is read, so this is the hot path.
+// Anything else is left to the full decoder in Decode.
+func decodeCanonical(b []byte) (ratelab.State, bool) {
+	rest, ok := bytes.CutPrefix(b, []byte(`{"count":`))
+	if !ok {
+		return ratelab.State{}, false
+	}
+	i := bytes.IndexByte(rest, ',')
+	if i < 0 {
+		return ratelab.State{}, false
+	}
+	count, err := strconv.ParseInt(string(rest[:i]), 10, 64)
+	if err != nil || count < 0 || rest[0] == '+' || (rest[0] == '0' && i > 1) {
+		return ratelab.State{}, false
+	}
+	rest, ok = bytes.CutPrefix(rest[i:], []byte(`,"reset_at":`))
+	if !ok || len(rest) < 2 || rest[len(rest)-1] != '}' {
+		return ratelab.State{}, false
+	}
+	num := rest[:len(rest)-1]
+	resetAt, err := strconv.ParseInt(string(num), 10, 64)
+	if err != nil || resetAt <= 0 || num[0] == '+' || num[0] == '0' {
+		return ratelab.State{}, false
+	}
+	return ratelab.State{Count: count, ResetAt: resetAt}, true
 }
 
 // quote shows at most 64 bytes of b for a log line.

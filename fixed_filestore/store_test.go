@@ -315,7 +315,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{"base is a file", file, fixedfilestore.Options{}, "is not a directory"},
 		{"base is a symlink", link, fixedfilestore.Options{}, "is a symlink"},
 		{"state directory is a symlink", linkedState, fixedfilestore.Options{}, "is a symlink"},
-		{"negative lock wait", dir, fixedfilestore.Options{LockWait: -time.Second}, "must not be negative"},
+		{"negative lock wait", dir, fixedfilestore.Options{LockWait: -time.Second}, "must not be negative (or WaitForever)"},
 		{"unknown policy", dir, fixedfilestore.Options{FailPolicy: 7}, "unknown fail policy"},
 	}
 	for _, tt := range tests {
@@ -414,4 +414,41 @@ func TestSweepAndInspectKnowSlidingFiles(t *testing.T) {
 	report, err := s.SweepAt(time.Hour, t0.Add(3*time.Hour))
 	require.NoError(t, err)
 	assert.Equal(t, fixedfilestore.Removed, report[0].Action)
+}
+
+// With a hung holder and more waiters than the store lets block, the extra
+// ones poll instead; every one times out and follows the policy, and the
+// blocked goroutines finish once the holder goes away.
+func TestHungHolderBoundsBlockedWaiters(t *testing.T) {
+	s, _ := newStore(t, fixedfilestore.Options{LockWait: 50 * time.Millisecond})
+	path := s.Path(storetest.Key)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	require.NoError(t, err)
+	require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX))
+
+	n := fixedfilestore.MaxBlockedWaiters + 16
+	var wg sync.WaitGroup
+	notCounted := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			h, err := s.HitAt(storetest.Key, time.Hour, t0)
+			if err != nil {
+				notCounted[i] = err
+				return
+			}
+			notCounted[i] = h.NotCounted
+		})
+	}
+	wg.Wait()
+	for i, err := range notCounted {
+		require.ErrorIs(t, err, fixedfilestore.ErrLockTimeout, "hit %d", i)
+	}
+	assert.LessOrEqual(t, fixedfilestore.BlockedWaiters(s), int32(fixedfilestore.MaxBlockedWaiters))
+
+	require.NoError(t, f.Close()) // the holder goes away
+	require.Eventually(t, func() bool { return fixedfilestore.BlockedWaiters(s) == 0 }, 5*time.Second, time.Millisecond,
+		"abandoned waiters must get the lock, release it and finish")
+	h := hit(t, s, t0)
+	assert.NoError(t, h.NotCounted)
+	assert.Equal(t, int64(1), h.Count, "no abandoned waiter counted a hit")
 }

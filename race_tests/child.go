@@ -191,13 +191,20 @@ func stressHitter(mode, path string) (func() error, error) {
 	case "lock-free-truncate-first":
 		c := &BrokenCounter{Path: path, Order: TruncateFirst}
 		return func() error { _, err := c.HitAt(Now, Window); return err }, nil
-	case "flock":
-		s, err := fixedfilestore.New(path, fixedfilestore.Options{LockWait: time.Minute})
+	case "flock", "flock-blocking", "flock-distinct":
+		wait, key := time.Minute, StressKey
+		if mode == "flock-blocking" {
+			wait = fixedfilestore.WaitForever
+		}
+		if mode == "flock-distinct" {
+			key = fmt.Sprintf("%s/pid-%d", StressKey, os.Getpid())
+		}
+		s, err := fixedfilestore.New(path, fixedfilestore.Options{LockWait: wait})
 		if err != nil {
 			return nil, err
 		}
 		return func() error {
-			h, err := s.HitAt(StressKey, Window, Now)
+			h, err := s.HitAt(key, Window, Now)
 			if err == nil && h.NotCounted != nil {
 				err = h.NotCounted
 			}

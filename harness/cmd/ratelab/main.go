@@ -8,6 +8,7 @@
 //	ratelab sweep   -dir DIR -window 1h [-at RFC3339]
 //	ratelab race    [-procs 8] [-hits 500] [-stable]
 //	ratelab boundary [-limit 30] [-window 1h] [-burst 5] [-seed 1] [-processes] [-svg FILE]
+//	ratelab bench   [-o FILE] [-quick]
 //
 // DIR is the base directory; state lives in DIR/rate-limits. Exit status:
 // 0 success (for hit: allowed), 3 throttled (hit only), 2 bad usage, 1
@@ -33,6 +34,7 @@ import (
 	"github.com/ratelab/ratelab"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/internal/bench"
 	racetests "github.com/ratelab/ratelab/race_tests"
 	windowboundary "github.com/ratelab/ratelab/window_boundary"
 )
@@ -66,6 +68,7 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) (int, er
 	"sweep":    cmdSweep,
 	"race":     cmdRace,
 	"boundary": cmdBoundary,
+	"bench":    cmdBench,
 }
 
 const usage = `usage:
@@ -76,6 +79,7 @@ const usage = `usage:
   ratelab sweep   -dir DIR -window 1h [-at RFC3339]
   ratelab race    [-procs 8] [-hits 500] [-stable]
   ratelab boundary [-limit 30] [-window 1h] [-burst 5] [-seed 1] [-processes] [-svg FILE]
+  ratelab bench   [-o FILE] [-quick]
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -514,6 +518,43 @@ func cmdBoundary(args []string, stdout, stderr io.Writer) (int, error) {
 	rep.Print(stdout)
 	if !rep.Pass() {
 		return exitFailure, nil
+	}
+	return exitOK, nil
+}
+
+func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
+	f := newFlags("bench", stdout)
+	out := f.String("o", "", "write the Markdown report to this file (default: standard output)")
+	quick := f.Bool("quick", false, "a short run, for checking that it works")
+	if err := f.parse(args); err != nil {
+		return 0, err
+	}
+	dir, err := os.MkdirTemp("", "ratelab-bench-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	o := bench.Default(dir)
+	o.Progress = stderr
+	if *quick {
+		o.Rounds, o.PerRound, o.Procs, o.HitsEach, o.Repeats = 1, 50, []int{1, 2}, 20, 1
+	}
+	res, err := bench.Run(o)
+	if err != nil {
+		return 0, err
+	}
+	w := stdout
+	if *out != "" {
+		file, err := os.Create(*out)
+		if err != nil {
+			return 0, err
+		}
+		defer file.Close()
+		w = file
+	}
+	res.Markdown(w)
+	if *out != "" {
+		fmt.Fprintln(stderr, "wrote", *out)
 	}
 	return exitOK, nil
 }

@@ -225,3 +225,15 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// make bench's report, on a short run: every section and every target is
+// there, judged.
+func TestBenchQuick(t *testing.T) {
+	code, out, errOut := cli("bench", "-quick")
+	require.Equal(t, 0, code, errOut)
+	for _, want := range []string{"# Performance", "| in-memory store", "| syscall floor", "| **file store", "truncate-first",
+		"| processes |", "| 2 |", "## Targets", "≤ 2.5 × the syscall floor", "≥ 8 × faster", "≤ 20% of hot-key throughput"} {
+		assert.Contains(t, out, want)
+	}
+	assert.Regexp(t, `(?m)^- .* — (met|\*\*not met\*\*)$`, out)
+}

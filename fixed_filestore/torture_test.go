@@ -1,0 +1,419 @@
+//go:build linux || darwin
+
+package fixedfilestore_test
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ratelab/ratelab"
+	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
+	"github.com/ratelab/ratelab/internal/childproc"
+	"github.com/ratelab/ratelab/internal/storetest"
+)
+
+// The torture suite's children are this test binary, re-executed and
+// dispatched on RATELAB_TORTURE_CHILD before any test runs.
+func TestMain(m *testing.M) {
+	if role, ok := os.LookupEnv("RATELAB_TORTURE_CHILD"); ok {
+		if err := tortureChild(role); err != nil {
+			fmt.Fprintf(os.Stderr, "torture child %s: %v\n", role, err)
+			os.Exit(2)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func envInt(name string) int {
+	n, _ := strconv.Atoi(os.Getenv(name))
+	return n
+}
+
+func tortureChild(role string) error {
+	stdin := bufio.NewReader(os.Stdin)
+	base := os.Getenv("T_BASE")
+	switch role {
+	case "hitter":
+		opts := fixedfilestore.Options{LockWait: time.Minute, Logger: slog.New(slog.DiscardHandler)}
+		if w := os.Getenv("T_WAIT"); w != "" {
+			opts.LockWait, _ = time.ParseDuration(w)
+		}
+		if os.Getenv("T_POLICY") == "closed" {
+			opts.FailPolicy = ratelab.FailClosed
+		}
+		s, err := fixedfilestore.New(base, opts)
+		if err != nil {
+			return err
+		}
+		l, err := ratelab.NewLimiter(s, envInt("T_LIMIT"), time.Hour)
+		if err != nil {
+			return err
+		}
+		hits, keys := envInt("T_HITS"), max(envInt("T_KEYS"), 1)
+		childproc.Say("ready")
+		childproc.WaitGo(stdin)
+		var allowed, throttled, notCounted, failed int
+		start := time.Now()
+		for i := range hits {
+			key := storetest.Key
+			if keys > 1 {
+				key = fmt.Sprintf("key-%d", i%keys)
+			}
+			d, err := l.AllowAt(key, t0)
+			switch {
+			case err != nil:
+				failed++
+			case d.NotCounted != nil:
+				notCounted++
+			case d.Allowed:
+				allowed++
+			default:
+				throttled++
+			}
+		}
+		childproc.Say("result allowed=%d throttled=%d notcounted=%d failed=%d ms=%d",
+			allowed, throttled, notCounted, failed, time.Since(start).Milliseconds())
+	case "holder":
+		f, err := os.OpenFile(os.Getenv("T_PATH"), os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return err
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			return err
+		}
+		childproc.Say("locked")
+		childproc.WaitGo(stdin)
+	case "sweeper":
+		s, err := fixedfilestore.New(base, fixedfilestore.Options{})
+		if err != nil {
+			return err
+		}
+		stop := make(chan struct{})
+		go func() { stdin.ReadString('\n'); close(stop) }()
+		childproc.Say("ready")
+		removed, rounds := 0, 0
+		for {
+			select {
+			case <-stop:
+				childproc.Say("result removed=%d rounds=%d", removed, rounds)
+				return nil
+			default:
+			}
+			report, err := s.SweepAt(time.Hour, time.Now())
+			if err != nil {
+				return err
+			}
+			for _, e := range report {
+				if e.Action == fixedfilestore.Removed {
+					removed++
+				}
+			}
+			rounds++
+		}
+	default:
+		return fmt.Errorf("unknown role %q", role)
+	}
+	return nil
+}
+
+type hitterResult struct{ allowed, throttled, notCounted, failed, ms int }
+
+func startHitters(t *testing.T, n int, env ...string) []*childproc.Proc {
+	t.Helper()
+	ps := make([]*childproc.Proc, n)
+	for i := range ps {
+		p, err := childproc.Start(fmt.Sprintf("hitter-%d", i), append([]string{"RATELAB_TORTURE_CHILD=hitter",
+			"GORACE=atexit_sleep_ms=0"}, env...)...)
+		require.NoError(t, err)
+		t.Cleanup(p.Kill)
+		ps[i] = p
+	}
+	for _, p := range ps {
+		_, err := p.Expect("ready")
+		require.NoError(t, err)
+	}
+	return ps
+}
+
+func goAll(t *testing.T, ps []*childproc.Proc) {
+	t.Helper()
+	for _, p := range ps {
+		require.NoError(t, p.Send("go"))
+	}
+}
+
+func collect(t *testing.T, ps []*childproc.Proc) []hitterResult {
+	t.Helper()
+	var out []hitterResult
+	for _, p := range ps {
+		line, err := p.Expect("result ")
+		require.NoError(t, err)
+		var r hitterResult
+		_, err = fmt.Sscanf(line, "allowed=%d throttled=%d notcounted=%d failed=%d ms=%d", &r.allowed, &r.throttled, &r.notCounted, &r.failed, &r.ms)
+		require.NoError(t, err, line)
+		require.NoError(t, p.Close())
+		out = append(out, r)
+	}
+	return out
+}
+
+func readCount(t *testing.T, base, key string) int64 {
+	t.Helper()
+	s, _ := newStoreAt(t, base, fixedfilestore.Options{})
+	b, err := os.ReadFile(s.Path(key))
+	require.NoError(t, err)
+	st, err := fixedfilestore.Decode(b)
+	require.NoError(t, err)
+	return st.Count
+}
+
+// 16 processes × 500 hits on one key, released together: every hit is
+// counted and exactly 8000 − limit are throttled.
+func TestTortureSixteenProcesses(t *testing.T) {
+	base := t.TempDir()
+	ps := startHitters(t, 16, "T_BASE="+base, "T_LIMIT=30", "T_HITS=500")
+	goAll(t, ps)
+	var allowed, throttled int
+	for _, r := range collect(t, ps) {
+		require.Zero(t, r.notCounted+r.failed)
+		allowed, throttled = allowed+r.allowed, throttled+r.throttled
+	}
+	assert.Equal(t, 30, allowed)
+	assert.Equal(t, 8000-30, throttled)
+	assert.Equal(t, int64(8000), readCount(t, base, storetest.Key))
+}
+
+func startHolder(t *testing.T, path string) *childproc.Proc {
+	t.Helper()
+	h, err := childproc.Start("holder", "RATELAB_TORTURE_CHILD=holder", "T_PATH="+path)
+	require.NoError(t, err)
+	t.Cleanup(h.Kill)
+	_, err = h.Expect("locked")
+	require.NoError(t, err)
+	return h
+}
+
+// A holder SIGKILLed with the lock: the waiters go on within 100 ms and no
+// hit is lost.
+func TestTortureKilledHolder(t *testing.T) {
+	base := t.TempDir()
+	s, _ := newStoreAt(t, base, fixedfilestore.Options{})
+	for range 7 {
+		hit(t, s, t0)
+	}
+	holder := startHolder(t, s.Path(storetest.Key))
+	ps := startHitters(t, 4, "T_BASE="+base, "T_LIMIT=30", "T_HITS=1")
+	goAll(t, ps)
+	for _, p := range ps {
+		require.True(t, p.Quiet(50*time.Millisecond), "a waiter finished while the lock was held")
+	}
+	killed := time.Now()
+	require.NoError(t, holder.Cmd.Process.Signal(syscall.SIGKILL))
+	results := collect(t, ps)
+	waited := time.Since(killed)
+	for _, r := range results {
+		assert.Equal(t, hitterResult{allowed: 1, ms: r.ms}, r)
+	}
+	assert.Less(t, waited, 100*time.Millisecond, "waiters must go on within 100 ms of the kill")
+	assert.Equal(t, int64(11), readCount(t, base, storetest.Key), "7 before, 4 after: nothing lost")
+}
+
+// A holder SIGSTOPped with the lock: waiters give up at the bounded wait
+// and follow their policy; after SIGCONT everything recovers.
+func TestTortureStoppedHolder(t *testing.T) {
+	base := t.TempDir()
+	s, _ := newStoreAt(t, base, fixedfilestore.Options{})
+	hit(t, s, t0)
+	holder := startHolder(t, s.Path(storetest.Key))
+	require.NoError(t, holder.Cmd.Process.Signal(syscall.SIGSTOP))
+
+	open := startHitters(t, 2, "T_BASE="+base, "T_LIMIT=30", "T_HITS=1", "T_WAIT=200ms", "T_POLICY=open")
+	closed := startHitters(t, 2, "T_BASE="+base, "T_LIMIT=30", "T_HITS=1", "T_WAIT=200ms", "T_POLICY=closed")
+	goAll(t, append(open, closed...))
+	for _, r := range collect(t, open) {
+		assert.Equal(t, 1, r.notCounted, "fail-open: allowed, not counted")
+		assert.GreaterOrEqual(t, r.ms, 200, "gave up at the bounded wait, not before")
+		assert.Less(t, r.ms, 2000)
+	}
+	for _, r := range collect(t, closed) {
+		assert.Equal(t, 1, r.failed, "fail-closed: refused (the middleware answers 503)")
+	}
+
+	require.NoError(t, holder.Cmd.Process.Signal(syscall.SIGCONT))
+	require.NoError(t, holder.Close()) // it releases the lock and exits
+	h := hit(t, s, t0)
+	assert.NoError(t, h.NotCounted)
+	assert.Equal(t, int64(2), h.Count, "recovered: the stopped holder's wait lost nothing else")
+}
+
+// A sweep in a loop while 8 processes hit 50 keys whose old windows are
+// long over: the sweep races every key's first hit, and no hit is lost.
+func TestTortureSweepLoop(t *testing.T) {
+	base := t.TempDir()
+	s, _ := newStoreAt(t, base, fixedfilestore.Options{})
+	old := time.Now().Add(-3 * time.Hour)
+	for k := range 50 {
+		key := fmt.Sprintf("key-%d", k)
+		require.NoError(t, os.WriteFile(s.Path(key), fixedfilestore.Encode(nil, ratelab.State{Count: 99, ResetAt: t0.Unix() - 7200}), 0o600))
+		age(t, s.Path(key), old)
+	}
+	sweeper, err := childproc.Start("sweeper", "RATELAB_TORTURE_CHILD=sweeper", "T_BASE="+base)
+	require.NoError(t, err)
+	t.Cleanup(sweeper.Kill)
+	_, err = sweeper.Expect("ready")
+	require.NoError(t, err)
+
+	ps := startHitters(t, 8, "T_BASE="+base, "T_LIMIT=1000", "T_HITS=500", "T_KEYS=50")
+	goAll(t, ps)
+	for _, r := range collect(t, ps) {
+		require.Zero(t, r.notCounted+r.failed)
+	}
+	require.NoError(t, sweeper.Send("stop"))
+	line, err := sweeper.Expect("result ")
+	require.NoError(t, err)
+	require.NoError(t, sweeper.Close())
+	t.Logf("sweeper: %s", line)
+	for k := range 50 {
+		assert.Equal(t, int64(80), readCount(t, base, fmt.Sprintf("key-%d", k)), "key-%d: 8 processes × 10 hits", k)
+	}
+}
+
+// Corrupted state while traffic flows: garbage, truncation, a huge file, a
+// directory or a symlink where the state belongs. No panic; corrupt files
+// are logged and replaced; a directory or symlink fails the hit by policy;
+// once the state path is sane again, counting goes on.
+func TestTortureCorruptionUnderTraffic(t *testing.T) {
+	base := t.TempDir()
+	target := filepath.Join(t.TempDir(), "victim")
+	require.NoError(t, os.WriteFile(target, []byte("precious"), 0o600))
+	var logs logBuffer
+	opts := fixedfilestore.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), LockWait: time.Second}
+	s, err := fixedfilestore.New(base, opts)
+	require.NoError(t, err)
+	path := s.Path(storetest.Key)
+
+	var stop atomic.Bool
+	var counted, notCounted atomic.Int64
+	var wg sync.WaitGroup
+	for range 4 {
+		hs, err := fixedfilestore.New(base, opts)
+		require.NoError(t, err)
+		wg.Go(func() {
+			for !stop.Load() {
+				h, err := hs.HitAt(storetest.Key, time.Hour, t0)
+				if err != nil {
+					t.Errorf("fail-open store returned an error: %v", err)
+					return
+				}
+				if h.NotCounted != nil {
+					notCounted.Add(1)
+				} else {
+					counted.Add(1)
+				}
+			}
+		})
+	}
+	corruptions := []func() error{
+		func() error { return os.WriteFile(path, []byte("\x00garbage\xff"), 0o600) },
+		func() error { return os.Truncate(path, 5) },
+		func() error { return os.WriteFile(path, make([]byte, 1<<20), 0o600) },
+		func() error { os.Remove(path); return os.Mkdir(path, 0o700) },
+		func() error { os.Remove(path); return os.Symlink(target, path) },
+	}
+	for round := range 20 {
+		// Traffic recreates the file at any moment, so a corruption may
+		// need a few attempts to land.
+		require.NoError(t, retry(corruptions[round%len(corruptions)]), "round %d", round)
+		time.Sleep(2 * time.Millisecond) // let traffic meet the corruption
+		require.NoError(t, retry(func() error { return os.RemoveAll(path) }))
+	}
+	stop.Store(true)
+	wg.Wait()
+
+	assert.Positive(t, counted.Load())
+	assert.Positive(t, notCounted.Load(), "a directory or symlink at the state path must fail open")
+	assert.Contains(t, logs.String(), "corrupt state replaced")
+	assert.Contains(t, logs.String(), "refusing to follow")
+	got, err := os.ReadFile(target)
+	require.NoError(t, err)
+	assert.Equal(t, "precious", string(got), "nothing was written through the symlink")
+	before := hit(t, s, t0).Count
+	assert.Equal(t, before+1, hit(t, s, t0).Count, "counting goes on")
+}
+
+// The base directory vanishes mid-run: fail-open lets hits through
+// uncounted, fail-closed refuses them; when it is back, counting resumes.
+func TestTortureBaseVanishes(t *testing.T) {
+	for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed} {
+		t.Run(policy.String(), func(t *testing.T) {
+			base := filepath.Join(t.TempDir(), "var")
+			require.NoError(t, os.Mkdir(base, 0o700))
+			s, _ := newStoreAt(t, base, fixedfilestore.Options{FailPolicy: policy})
+			var stop atomic.Bool
+			var ok, refused, uncounted atomic.Int64
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Go(func() {
+					for !stop.Load() {
+						h, err := s.HitAt(storetest.Key, time.Hour, t0)
+						switch {
+						case errors.Is(err, ratelab.ErrUnavailable):
+							refused.Add(1)
+						case err != nil:
+							t.Errorf("unexpected error: %v", err)
+							return
+						case h.NotCounted != nil:
+							uncounted.Add(1)
+						default:
+							ok.Add(1)
+						}
+					}
+				})
+			}
+			for range 5 {
+				require.NoError(t, retry(func() error { return os.RemoveAll(base) }))
+				time.Sleep(2 * time.Millisecond)
+				require.NoError(t, os.Mkdir(base, 0o700))
+				time.Sleep(2 * time.Millisecond)
+			}
+			stop.Store(true)
+			wg.Wait()
+			assert.Positive(t, ok.Load())
+			if policy == ratelab.FailOpen {
+				assert.Positive(t, uncounted.Load())
+				assert.Zero(t, refused.Load())
+			} else {
+				assert.Positive(t, refused.Load())
+				assert.Zero(t, uncounted.Load())
+			}
+			h := hit(t, s, t0)
+			assert.NoError(t, h.NotCounted, "recovered")
+		})
+	}
+}
+
+// retry runs f until it succeeds, at most 1000 times, for file operations
+// that race with traffic on purpose.
+func retry(f func() error) error {
+	var err error
+	for range 1000 {
+		if err = f(); err == nil {
+			return nil
+		}
+	}
+	return err
+}

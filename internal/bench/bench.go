@@ -1,0 +1,266 @@
+//go:build linux || darwin
+
+// Package bench measures what the file store costs and writes the table of
+// docs/performance.md. Every comparison is a ratio of figures measured in
+// the same run, because the machines this runs on are shared and noisy and
+// absolute times drift.
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ratelab/ratelab"
+	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
+	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
+	"github.com/ratelab/ratelab/internal/floor"
+	racetests "github.com/ratelab/ratelab/race_tests"
+)
+
+// Options size a run.
+type Options struct {
+	Rounds    int   // rounds of the per-hit loop; the median is reported
+	PerRound  int   // hits per variant per round
+	Procs     []int // process counts of the throughput table
+	HitsEach  int   // hits per process in the throughput runs
+	Repeats   int   // throughput runs per cell, taking turns; medians are reported
+	Dir       string
+	Progress  io.Writer
+	Timestamp time.Time
+}
+
+// Default is the full run of make bench.
+func Default(dir string) Options {
+	return Options{Rounds: 7, PerRound: 2000, Procs: []int{1, 2, 4, 8, 16}, HitsEach: 1000, Repeats: 5, Dir: dir, Timestamp: time.Now()}
+}
+
+// PerHit is the in-process cost of one hit, median over rounds.
+type PerHit struct {
+	Memory, Store, Floor, TruncateFirst time.Duration
+	StoreOverFloor, TruncFirstOverStore float64
+}
+
+// Throughput is one line of the cross-process table.
+type Throughput struct {
+	Procs                             int
+	HotBounded, HotBlocking, Distinct float64 // hits per second, medians
+	BoundedOverBlocking               float64 // median of the runs' ratios
+}
+
+// Result is a whole run.
+type Result struct {
+	Machine    string
+	Options    Options
+	PerHit     PerHit
+	Throughput []Throughput
+}
+
+// Run measures everything Options ask for.
+func Run(o Options) (Result, error) {
+	res := Result{Machine: machine(o.Dir), Options: o}
+	say := func(format string, args ...any) {
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, format+"\n", args...)
+		}
+	}
+	say("per-hit costs: %d rounds × %d hits of each variant …", o.Rounds, o.PerRound)
+	ph, err := perHit(o)
+	if err != nil {
+		return res, err
+	}
+	res.PerHit = ph
+	for _, n := range o.Procs {
+		say("throughput with %d process(es) × %d hits, %d runs of each …", n, o.HitsEach, o.Repeats)
+		var bounded, blocking, distinct, ratio []float64
+		for range max(o.Repeats, 1) {
+			var run [3]float64
+			for i, mode := range []string{"flock", racetests.StressFlockBlocking, racetests.StressFlockDistinct} {
+				hps, err := throughput(o, mode, n)
+				if err != nil {
+					return res, err
+				}
+				run[i] = hps
+			}
+			bounded, blocking, distinct = append(bounded, run[0]), append(blocking, run[1]), append(distinct, run[2])
+			ratio = append(ratio, run[0]/run[1])
+		}
+		res.Throughput = append(res.Throughput, Throughput{Procs: n,
+			HotBounded: median(bounded), HotBlocking: median(blocking), Distinct: median(distinct), BoundedOverBlocking: median(ratio)})
+	}
+	return res, nil
+}
+
+// throughput runs one stress run and checks that it lost nothing.
+func throughput(o Options, mode string, procs int) (float64, error) {
+	dir, err := os.MkdirTemp(o.Dir, "tp-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	s, err := racetests.Stress(dir, mode, procs, o.HitsEach)
+	if err != nil {
+		return 0, err
+	}
+	if s.Lost() != 0 {
+		return 0, fmt.Errorf("bench: %s with %d processes lost %d hits", mode, procs, s.Lost())
+	}
+	return s.HitsPerSecond(), nil
+}
+
+// perHit interleaves the four variants in every round, so that each round's
+// ratios compare them under the same conditions, and reports medians.
+func perHit(o Options) (PerHit, error) {
+	now := time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)
+	store, err := fixedfilestore.New(o.Dir, fixedfilestore.Options{})
+	if err != nil {
+		return PerHit{}, err
+	}
+	var mem brokeninmemory.Store
+	floorPath, origPath := filepath.Join(o.Dir, "floor.json"), filepath.Join(o.Dir, "orig.json")
+	state := fixedfilestore.Encode(nil, ratelab.State{Count: 17, ResetAt: now.Unix() + 3600})
+	var mems, stores, floors, origs, ratios, origRatios []float64
+	for range o.Rounds {
+		var dm, ds, df, do time.Duration
+		for range o.PerRound {
+			t := time.Now()
+			if _, err := mem.HitAt("k", time.Hour, now); err != nil {
+				return PerHit{}, err
+			}
+			t1 := time.Now()
+			if _, err := store.HitAt("k", time.Hour, now); err != nil {
+				return PerHit{}, err
+			}
+			t2 := time.Now()
+			if err := floor.SyscallFloor(floorPath, state); err != nil {
+				return PerHit{}, err
+			}
+			t3 := time.Now()
+			if err := floor.TruncateFirst(origPath, state); err != nil {
+				return PerHit{}, err
+			}
+			t4 := time.Now()
+			dm, ds, df, do = dm+t1.Sub(t), ds+t2.Sub(t1), df+t3.Sub(t2), do+t4.Sub(t3)
+		}
+		n := float64(o.PerRound)
+		mems, stores = append(mems, float64(dm)/n), append(stores, float64(ds)/n)
+		floors, origs = append(floors, float64(df)/n), append(origs, float64(do)/n)
+		ratios, origRatios = append(ratios, float64(ds)/float64(df)), append(origRatios, float64(do)/float64(ds))
+	}
+	return PerHit{
+		Memory: time.Duration(median(mems)), Store: time.Duration(median(stores)),
+		Floor: time.Duration(median(floors)), TruncateFirst: time.Duration(median(origs)),
+		StoreOverFloor: median(ratios), TruncFirstOverStore: median(origRatios),
+	}, nil
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// machine describes where the run happened: cores, CPU, the filesystem of
+// the state directory, kernel and Go.
+func machine(dir string) string {
+	cpu := "unknown CPU"
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	return fmt.Sprintf("%d cores (%s), state on %s, %s %s, %s", runtime.NumCPU(), cpu, fsType(dir), runtime.GOOS, kernelRelease(), runtime.Version())
+}
+
+// Target is one of the issue's performance targets, judged.
+type Target struct {
+	What string
+	Met  bool
+}
+
+// Targets judges the run against the targets.
+func (r Result) Targets() []Target {
+	ts := []Target{
+		{fmt.Sprintf("file store ≤ 2.5 × the syscall floor per hit: %.2f ×", r.PerHit.StoreOverFloor), r.PerHit.StoreOverFloor <= 2.5},
+		{fmt.Sprintf("file store ≥ 8 × faster than the original's truncate-first write: %.1f ×", r.PerHit.TruncFirstOverStore), r.PerHit.TruncFirstOverStore >= 8},
+	}
+	var worst float64
+	for _, t := range r.Throughput {
+		if t.Procs > 1 {
+			worst = max(worst, 1-t.BoundedOverBlocking)
+		}
+	}
+	ts = append(ts, Target{fmt.Sprintf("bounded lock wait costs ≤ 20%% of hot-key throughput against a blocking lock: worst %.0f%%", 100*worst), worst <= 0.20})
+	return ts
+}
+
+// Markdown writes docs/performance.md.
+func (r Result) Markdown(w io.Writer) {
+	p := r.PerHit
+	fmt.Fprintf(w, "<!-- Generated by `make bench` on %s. Figures are from that machine and that day; run it again on yours. -->\n\n", r.Options.Timestamp.UTC().Format("2006-01-02"))
+	fmt.Fprintf(w, "# Performance\n\nMeasured %s on %s.\n\n", r.Options.Timestamp.UTC().Format("2006-01-02 15:04 MST"), r.Machine)
+	fmt.Fprintf(w, "## One hit, in one process\n\n")
+	fmt.Fprintf(w, "Median of %d rounds; in each round the four variants take turns, %d hits each, so the ratios compare them under the same load.\n\n", r.Options.Rounds, r.Options.PerRound)
+	fmt.Fprintf(w, "| variant | per hit | against the file store |\n| --- | ---: | ---: |\n")
+	fmt.Fprintf(w, "| in-memory store (`broken_inmemory`) | %s | %.3f × |\n", us(p.Memory), float64(p.Memory)/float64(p.Store))
+	fmt.Fprintf(w, "| syscall floor (open, flock, pread, pwrite, ftruncate, close) | %s | %.2f × |\n", us(p.Floor), 1/p.StoreOverFloor)
+	fmt.Fprintf(w, "| **file store (`fixed_filestore`)** | **%s** | 1 × |\n", us(p.Store))
+	fmt.Fprintf(w, "| the original's truncate-first write | %s | %.1f × |\n\n", us(p.TruncateFirst), p.TruncFirstOverStore)
+	fmt.Fprintf(w, "## Many processes\n\nHits per second, all processes released together from a barrier, %d hits each; every run counted every hit. Each cell is the median of %d runs, the three kinds taking turns; the ratio is the median of the runs' ratios.\n\n", r.Options.HitsEach, r.Options.Repeats)
+	fmt.Fprintf(w, "| processes | one hot key, bounded wait | one hot key, blocking flock | bounded ÷ blocking | a key per process |\n| ---: | ---: | ---: | ---: | ---: |\n")
+	for _, t := range r.Throughput {
+		fmt.Fprintf(w, "| %d | %.0f | %.0f | %.2f | %.0f |\n", t.Procs, t.HotBounded, t.HotBlocking, t.BoundedOverBlocking, t.Distinct)
+	}
+	fmt.Fprintf(w, "\n## Targets\n\n")
+	for _, t := range r.Targets() {
+		mark := "met"
+		if !t.Met {
+			mark = "**not met**"
+		}
+		fmt.Fprintf(w, "- %s — %s\n", t.What, mark)
+	}
+	fmt.Fprintf(w, "\n%s", explanation)
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d)/1e3) }
+
+const explanation = `## Why
+
+- **The write order.** The original empties the file (ftruncate to 0) and
+  then writes. On ext4, closing a file that was truncated to zero and
+  rewritten triggers *auto_da_alloc*: the kernel allocates the new blocks
+  and queues them for writeback at once, to protect the
+  "truncate-and-rewrite" pattern from losing data in a crash. The store
+  writes at offset 0 first and cuts the file only if the new state is
+  shorter, so the file never passes through zero length and ext4 leaves the
+  blocks to delayed allocation.
+- **What the store adds to the floor:** an fstat and an lstat per hit (to
+  refuse a non-regular file and to notice a file a sweep removed while it
+  waited), the JSON parse, and an explicit unlock; it skips the ftruncate
+  when the state did not shrink.
+- **Lock hold time** is the read, the parse and the write: a few
+  microseconds. Opening and closing, which take most of a hit, happen
+  outside the lock, so a hot key scales with processes until the lock
+  itself is the bottleneck; distinct keys never share a lock.
+- **The bounded wait.** A blocking flock(2) cannot be given a deadline.
+  The store tries twice without blocking, 20 µs apart, then waits in a
+  blocking flock(2) on a goroutine of its own while the request waits at
+  most the lock wait for it; a waiter that times out is left to release
+  and close on its own. Polling alone (backing off to 250 µs, then to 2 ms)
+  cost 25–30 % of hot-key throughput with 8 or 16 processes on 2 cores:
+  a sleeping poller wakes late, after the lock has passed to someone else.
+
+Run ` + "`go test -run '^$' -bench . ./fixed_filestore`" + ` for the per-hit
+benchmarks in benchstat's format.
+`

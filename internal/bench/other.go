@@ -1,0 +1,27 @@
+//go:build !linux && !darwin
+
+// Package bench measures the file store; it needs flock(2) semantics.
+package bench
+
+import (
+	"errors"
+	"io"
+	"time"
+)
+
+type Options struct {
+	Rounds, PerRound, HitsEach, Repeats int
+	Procs                               []int
+	Progress                            io.Writer
+	Timestamp                           time.Time
+}
+
+func Default(string) Options { return Options{} }
+
+type Result struct{}
+
+func Run(Options) (Result, error) {
+	return Result{}, errors.New("bench: needs flock(2) semantics (Linux or macOS)")
+}
+
+func (Result) Markdown(io.Writer) {}
