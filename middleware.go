@@ -13,6 +13,7 @@ import (
 // KeyFunc names the bucket a request is counted in.
 type KeyFunc func(r *http.Request) (string, error)
 
+// !+key
 // RemoteAddrKey returns a KeyFunc that keys requests by the host part of the
 // connection's remote address (REMOTE_ADDR under CGI), after prefix: with
 // prefix "demo-start:ip:" it gives the original's key.
@@ -35,6 +36,8 @@ func RemoteAddrKey(prefix string) KeyFunc {
 		return prefix + addr, nil
 	}
 }
+
+// !-key
 
 // Middleware puts a Limiter in front of a handler.
 //

@@ -33,9 +33,10 @@ func (s *Store) update(path string, now time.Time, window time.Duration) (ratela
 		}
 		return s.readModifyWrite(fd, path, now, window)
 	}
-	return ratelab.Hit{}, fmt.Errorf("state file was removed %d times while waiting for its lock", maxReopen)
+	return ratelab.Hit{}, fmt.Errorf("%s was removed %d times while this hit waited for its lock", path, maxReopen)
 }
 
+// !+locked
 // openLocked opens path create-without-truncate, locks it and checks that
 // the locked file is still the one at path. It returns errReplaced if a
 // sweep removed the file before the lock was taken.
@@ -59,7 +60,7 @@ func (s *Store) openLocked(path string) (int, error) {
 		if !given {
 			syscall.Close(fd)
 		}
-		return -1, err
+		return -1, fmt.Errorf("lock %s: %w", path, err)
 	}
 	var held, cur syscall.Stat_t
 	if err := syscall.Fstat(fd, &held); err != nil {
@@ -76,6 +77,8 @@ func (s *Store) openLocked(path string) (int, error) {
 	}
 	return fd, nil
 }
+
+// !-locked
 
 // !+open
 // openState opens path read-write, creating it 0600 if absent, never

@@ -152,6 +152,7 @@ func checkDir(path string) error {
 // Dir returns the directory holding the state files.
 func (s *Store) Dir() string { return s.dir }
 
+// !+path
 // Path returns the state file of key: the hex SHA-256 of the key, so any
 // key gives a safe, fixed-length name.
 func (s *Store) Path(key string) string {
@@ -167,6 +168,8 @@ func FileName(key string) string {
 	return hex.EncodeToString(sum[:]) + ".json"
 }
 
+// !-path
+
 // SlidingFileName returns the name of key's sliding-window-counter state.
 func SlidingFileName(key string) string {
 	sum := sha256.Sum256([]byte(key))
@@ -178,6 +181,7 @@ func (s *Store) Hit(key string, window time.Duration) (ratelab.Hit, error) {
 	return s.HitAt(key, window, s.now())
 }
 
+// !+hitat
 // HitAt records one hit for key at now, in a window of the given length,
 // and returns the window after the hit.
 //
@@ -196,11 +200,13 @@ func (s *Store) HitAt(key string, window time.Duration, now time.Time) (ratelab.
 	}
 	if s.policy == ratelab.FailClosed {
 		s.log.Error("fixedfilestore: hit refused (fail-closed): rate-limit state unavailable", "path", path, "err", err)
-		return ratelab.Hit{}, fmt.Errorf("fixedfilestore: %s: %w: %w", path, ratelab.ErrUnavailable, err)
+		return ratelab.Hit{}, fmt.Errorf("fixedfilestore: %w: %w", ratelab.ErrUnavailable, err)
 	}
 	s.log.Warn("fixedfilestore: hit not counted (fail-open): rate-limit state unavailable", "path", path, "err", err)
 	return ratelab.FreshHit(now, window, err), nil
 }
+
+// !-hitat
 
 // maxBlockedWaiters bounds the goroutines of one Store that wait in a
 // blocking flock(2) at once; each holds an OS thread while it waits.

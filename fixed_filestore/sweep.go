@@ -64,6 +64,7 @@ func (s *Store) SweepAt(window time.Duration, now time.Time) ([]SweepEntry, erro
 	return report, nil
 }
 
+// !+sweepone
 func (s *Store) sweepOne(name string, cutoff time.Time) SweepEntry {
 	entry := SweepEntry{Name: name, Action: Skipped}
 	if !stateName.MatchString(name) {
@@ -123,3 +124,5 @@ func (s *Store) sweepOne(name string, cutoff time.Time) SweepEntry {
 	entry.Action = Removed
 	return entry
 }
+
+// !-sweepone

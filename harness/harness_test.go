@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/harness"
 )
 
@@ -165,4 +167,29 @@ func TestRowFailsWhenCountsDiffer(t *testing.T) {
 	var out strings.Builder
 	rep.Print(&out)
 	assert.Contains(t, out.String(), "FAIL expected 30 allowed, saw 31")
+}
+
+// The workshop's login exercise: with a fail-closed file store, a request
+// whose state cannot be reached gets 503, and recovers when it can.
+func TestFailClosedServesServiceUnavailable(t *testing.T) {
+	a := app(t, "file")
+	a.FailPolicy = ratelab.FailClosed
+	h, err := harness.Start(harness.Config{Model: harness.Single, App: a, Stderr: new(strings.Builder)})
+	require.NoError(t, err)
+	defer h.Close()
+	post := func() int {
+		resp, err := http.Post(h.URL, "", nil)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusOK, post())
+	states, err := filepath.Glob(filepath.Join(a.Dir, "rate-limits", "*.json"))
+	require.NoError(t, err)
+	require.Len(t, states, 1)
+	require.NoError(t, os.Remove(states[0]))
+	require.NoError(t, os.Mkdir(states[0], 0o700)) // break it
+	assert.Equal(t, http.StatusServiceUnavailable, post())
+	require.NoError(t, os.Remove(states[0])) // repair it
+	assert.Equal(t, http.StatusOK, post())
 }

@@ -28,12 +28,19 @@ func BuildBinaries(root, dir string) error {
 	return nil
 }
 
-// All weaves every docs/src/*.md under root, running commands from binDir,
-// each document in a fresh scratch directory under tmp.
+// RootREADME is the source of the repository's README.md.
+const RootREADME = "docs/src/root/README.md"
+
+// All weaves every docs/src/*.md under root into docs/, and RootREADME
+// into README.md, running commands from binDir, each document in a fresh
+// scratch directory under tmp.
 func All(root, binDir, tmp string) ([]Doc, error) {
 	srcs, err := filepath.Glob(filepath.Join(root, "docs", "src", "*.md"))
 	if err != nil {
 		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(root, RootREADME)); err == nil {
+		srcs = append(srcs, filepath.Join(root, RootREADME))
 	}
 	var docs []Doc
 	for _, src := range srcs {
@@ -46,11 +53,16 @@ func All(root, binDir, tmp string) ([]Doc, error) {
 			return nil, err
 		}
 		rel, _ := filepath.Rel(root, src)
-		out, err := Weave(filepath.ToSlash(rel), b, Options{Root: root, BinDir: binDir, Scratch: scratch})
+		opts := Options{Root: root, BinDir: binDir, Scratch: scratch}
+		dst := filepath.Join("docs", filepath.Base(src))
+		if filepath.ToSlash(rel) == RootREADME {
+			opts.LinkPrefix, dst = "./", "README.md"
+		}
+		out, err := Weave(filepath.ToSlash(rel), b, opts)
 		if err != nil {
 			return nil, err
 		}
-		docs = append(docs, Doc{Src: rel, Dst: filepath.Join("docs", filepath.Base(src)), Want: out})
+		docs = append(docs, Doc{Src: rel, Dst: dst, Want: out})
 	}
 	return docs, nil
 }

@@ -40,6 +40,10 @@ type Options struct {
 	// Scratch is the working directory of %run commands; each document
 	// should get a fresh one.
 	Scratch string
+	// LinkPrefix leads from the generated document to the repository root:
+	// "../" for docs/*.md (the default when empty is "../"), "./" for the
+	// root README.
+	LinkPrefix string
 }
 
 // Weave expands the directives in src. name is used in error messages and
@@ -83,12 +87,13 @@ func include(out *bytes.Buffer, args []string, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", args[0], err)
 	}
-	fmt.Fprintf(out, "```%s\n%s```\n\n<sub>from [%s](%s)</sub>\n", lang(args[0]), lines, args[0], relLink(args[0]))
+	prefix := opts.LinkPrefix
+	if prefix == "" {
+		prefix = "../"
+	}
+	fmt.Fprintf(out, "```%s\n%s```\n\n<sub>from [%s](%s%s)</sub>\n", lang(args[0]), lines, args[0], prefix, filepath.ToSlash(args[0]))
 	return nil
 }
-
-// relLink is the link from a generated doc in docs/ to a repository file.
-func relLink(path string) string { return "../" + filepath.ToSlash(path) }
 
 func lang(path string) string {
 	switch {

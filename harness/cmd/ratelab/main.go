@@ -2,7 +2,7 @@
 // at a rate limiter by hand.
 //
 //	ratelab demo    -store memory|file [-requests 40] [-limit 30] [-window 1h] [-workers 4] [-concurrency 8] [-at RFC3339] [-stable]
-//	ratelab serve   -model cgi|pool|single -store memory|file [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding]
+//	ratelab serve   -model cgi|pool|single -store memory|file [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding] [-fail open|closed]
 //	ratelab hit     -dir DIR -key KEY [-limit 30] [-window 1h] [-at RFC3339] [-fail open|closed] [-algorithm fixed|sliding]
 //	ratelab inspect -dir DIR [-at RFC3339] [-window 1h]
 //	ratelab sweep   -dir DIR -window 1h [-at RFC3339]
@@ -25,6 +25,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -73,7 +74,7 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) (int, er
 
 const usage = `usage:
   ratelab demo    -store memory|file [-requests 40] [-limit 30] [-window 1h] [-workers 4] [-concurrency 8] [-at RFC3339] [-stable]
-  ratelab serve   -model cgi|pool|single -store memory|file [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding]
+  ratelab serve   -model cgi|pool|single -store memory|file [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding] [-fail open|closed]
   ratelab hit     -dir DIR -key KEY [-limit 30] [-window 1h] [-at RFC3339] [-fail open|closed] [-algorithm fixed|sliding]
   ratelab inspect -dir DIR [-at RFC3339] [-window 1h]
   ratelab sweep   -dir DIR -window 1h [-at RFC3339]
@@ -120,10 +121,11 @@ type flags struct {
 	dir     string
 	at      string
 	stdout  io.Writer
+	logger  *slog.Logger
 }
 
 func newFlags(name string, stdout io.Writer) *flags {
-	f := &flags{FlagSet: flag.NewFlagSet("ratelab "+name, flag.ContinueOnError), stdout: stdout}
+	f := &flags{FlagSet: flag.NewFlagSet("ratelab "+name, flag.ContinueOnError), stdout: stdout, logger: slog.Default()}
 	f.Usage = func() {} // errors are reported as one line by parse
 	f.SetOutput(io.Discard)
 	return f
@@ -192,7 +194,7 @@ func (f *flags) openStore(policy ratelab.FailPolicy, alg ratelab.Algorithm) (*fi
 	if f.dir == "" {
 		return nil, usagef("-dir is required")
 	}
-	s, err := fixedfilestore.New(f.dir, fixedfilestore.Options{FailPolicy: policy, Algorithm: alg})
+	s, err := fixedfilestore.New(f.dir, fixedfilestore.Options{FailPolicy: policy, Algorithm: alg, Logger: f.logger})
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
@@ -257,6 +259,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	store := f.String("store", "", "memory or file (required)")
 	addr := f.String("addr", "127.0.0.1:8080", "address to listen on")
 	algo := f.String("algorithm", "fixed", "file store: fixed or sliding")
+	fail := f.String("fail", "open", "file store: what to do when the state cannot be reached: open or closed")
 	f.common(true, true, true, true, true)
 	if err := f.parse(args); err != nil {
 		return 0, err
@@ -269,7 +272,11 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, usagef("-algorithm %q: use fixed or sliding", *algo)
 	}
-	app := harness.App{Store: *store, Limit: f.limit, Window: f.window, Dir: f.dir, Algorithm: alg}
+	policy, err := ratelab.ParseFailPolicy(*fail)
+	if err != nil {
+		return 0, usagef("-fail %q: use open or closed", *fail)
+	}
+	app := harness.App{Store: *store, Limit: f.limit, Window: f.window, Dir: f.dir, Algorithm: alg, FailPolicy: policy}
 	if f.at != "" {
 		if app.Now, err = f.now(); err != nil {
 			return 0, err
@@ -318,6 +325,7 @@ type hitResult struct {
 
 func cmdHit(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("hit", stdout)
+	f.logger = cliLogger(stderr)
 	key := f.String("key", "", "the key to count, e.g. demo-start:ip:203.0.113.7 (required)")
 	fail := f.String("fail", "open", "what to do when the state cannot be reached: open or closed")
 	algo := f.String("algorithm", "fixed", "fixed (the original's fixed window) or sliding (sliding-window counter)")
@@ -557,4 +565,15 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 		fmt.Fprintln(stderr, "wrote", *out)
 	}
 	return exitOK, nil
+}
+
+// cliLogger logs to stderr without timestamps: a command prints a line or
+// two, and its output should read the same every time.
+func cliLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		if len(groups) == 0 && a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}}))
 }
