@@ -5,7 +5,7 @@ GO ?= go
 PKGS := ./...
 
 .PHONY: all test fmt-check vet staticcheck cross test-race demo demo-broken demo-fixed demo-race \
-	demo-boundary figures serve-broken serve-fixed bench docs fuzz bin/ratelab
+	demo-boundary demo-redis figures serve-broken serve-fixed bench docs fuzz bin/ratelab
 
 # The demos' workload: enough requests that a pool of 4 shows its 4 × 30.
 DEMO_FLAGS ?= -requests 130 -limit 30 -window 1h -workers 4 -concurrency 8
@@ -39,6 +39,8 @@ bin/ratelab:
 
 ## demo: every demonstration; exits non-zero if any observation differs from its claim
 demo: demo-broken demo-fixed demo-race demo-boundary
+	@if command -v redis-server >/dev/null; then $(MAKE) --no-print-directory demo-redis; \
+	else echo "== demo-redis skipped: redis-server not found (install: apt-get install redis-server)"; fi
 
 ## demo-broken: the in-memory store under single, pool and cgi — 429 only in single
 demo-broken: bin/ratelab
@@ -59,6 +61,11 @@ demo-race: bin/ratelab
 demo-boundary: bin/ratelab
 	@echo "== demo-boundary: fixed-window edges, measured"
 	@bin/ratelab boundary
+
+## demo-redis: two hosts with files let 2 × limit through, Redis holds it; Redis pitfalls
+demo-redis: bin/ratelab
+	@echo "== demo-redis: beyond one host (starts a private redis-server)"
+	@bin/ratelab redis
 
 ## figures: regenerate the SVG charts in docs/figures (standard library only)
 figures: bin/ratelab

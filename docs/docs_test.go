@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/internal/weave"
 )
 
@@ -19,6 +20,9 @@ import (
 func TestDocsAreFresh(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demos; skipped with -short")
+	}
+	if !redistest.Available() {
+		t.Skip("redis-server not found, and the docs quote ratelab redis: install it with " + redistest.InstallHint)
 	}
 	root := ".."
 	bin := t.TempDir()

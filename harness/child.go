@@ -19,6 +19,7 @@ import (
 	"github.com/ratelab/ratelab"
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
+	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
 // EnvRole is the one environment variable that turns a re-executed binary
@@ -66,8 +67,9 @@ func RunChildIfRequested() {
 // demo" endpoint behind the limiter, keyed as the original keys it, on the
 // client's address.
 type App struct {
-	Store      string // "memory" or "file"
+	Store      string // "memory", "file" or "redis"
 	Dir        string // base directory of the file store
+	RedisURL   string // the Redis store's server, redis://host:port/db
 	Limit      int
 	Window     time.Duration
 	FailPolicy ratelab.FailPolicy
@@ -90,8 +92,12 @@ func (a App) Validate() error {
 		if a.Dir == "" {
 			return errors.New("harness: the file store needs a directory (-dir)")
 		}
+	case "redis":
+		if a.RedisURL == "" {
+			return errors.New("harness: the redis store needs a server (-redis redis://127.0.0.1:6379/0)")
+		}
 	default:
-		return fmt.Errorf("harness: unknown store %q: use memory or file", a.Store)
+		return fmt.Errorf("harness: unknown store %q: use memory, file or redis", a.Store)
 	}
 	if a.Limit <= 0 {
 		return fmt.Errorf("harness: limit %d must be positive", a.Limit)
@@ -100,8 +106,8 @@ func (a App) Validate() error {
 		if _, err := ratelab.ParseAlgorithm(string(a.Algorithm)); err != nil {
 			return err
 		}
-		if a.Algorithm != ratelab.FixedWindow && a.Store != "file" {
-			return fmt.Errorf("harness: algorithm %s needs the file store", a.Algorithm)
+		if a.Algorithm != ratelab.FixedWindow && a.Store == "memory" {
+			return fmt.Errorf("harness: algorithm %s needs the file or redis store", a.Algorithm)
 		}
 	}
 	return ratelab.CheckWindow(a.Window)
@@ -112,6 +118,7 @@ func (a App) env(role string) []string {
 		EnvRole + "=" + role,
 		"RATELAB_STORE=" + a.Store,
 		"RATELAB_DIR=" + a.Dir,
+		"RATELAB_REDIS=" + a.RedisURL,
 		"RATELAB_LIMIT=" + strconv.Itoa(a.Limit),
 		"RATELAB_WINDOW=" + a.Window.String(),
 		"RATELAB_FAIL=" + a.FailPolicy.String(),
@@ -124,7 +131,7 @@ func (a App) env(role string) []string {
 }
 
 func appFromEnv() (App, error) {
-	a := App{Store: os.Getenv("RATELAB_STORE"), Dir: os.Getenv("RATELAB_DIR")}
+	a := App{Store: os.Getenv("RATELAB_STORE"), Dir: os.Getenv("RATELAB_DIR"), RedisURL: os.Getenv("RATELAB_REDIS")}
 	var err error
 	if a.Limit, err = strconv.Atoi(os.Getenv("RATELAB_LIMIT")); err != nil {
 		return a, fmt.Errorf("RATELAB_LIMIT: %w", err)
@@ -158,6 +165,16 @@ func (a App) Handler(logger *slog.Logger) (http.Handler, error) {
 		store = new(brokeninmemory.Store)
 	case "file":
 		s, err := fixedfilestore.New(a.Dir, fixedfilestore.Options{FailPolicy: a.FailPolicy, Logger: logger, Algorithm: a.Algorithm})
+		if err != nil {
+			return nil, err
+		}
+		store = s
+	case "redis":
+		c, err := redisstore.NewClient(a.RedisURL, 0)
+		if err != nil {
+			return nil, err
+		}
+		s, err := redisstore.New(c, redisstore.Options{FailPolicy: a.FailPolicy, Logger: logger, Algorithm: a.Algorithm})
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/internal/redistest"
 )
 
 // The test binary is also every child process: RunChildIfRequested turns a
@@ -192,4 +194,40 @@ func TestFailClosedServesServiceUnavailable(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, post())
 	require.NoError(t, os.Remove(states[0])) // repair it
 	assert.Equal(t, http.StatusOK, post())
+}
+
+// Beyond one host: two hosts, each with its own files, let 2 × limit
+// through; Redis, shared by every process on both, holds the limit.
+func TestTwoHostsAndRedis(t *testing.T) {
+	srv := redistest.ForTest(t)
+	c := srv.Client()
+	defer c.Close()
+	tests := []struct {
+		model    harness.Model
+		store    string
+		wantOK   int
+		wantProc int
+	}{
+		{harness.TwoHosts, "file", 60, 4},
+		{harness.TwoHosts, "redis", 30, 4},
+		{harness.TwoHosts, "memory", 70, 4},
+		{harness.CGI, "redis", 30, 70},
+	}
+	for _, tt := range tests {
+		for _, conc := range []int{1, 8} {
+			t.Run(fmt.Sprintf("%s/%s/concurrency-%d", tt.model, tt.store, conc), func(t *testing.T) {
+				require.NoError(t, c.FlushDB(context.Background()).Err())
+				a := app(t, tt.store)
+				if tt.store == "redis" {
+					a.RedisURL = srv.URL()
+				}
+				row, err := harness.Run(context.Background(), harness.Scenario{Model: tt.model, App: a, Workers: 2,
+					Workload: harness.Workload{Requests: 70, Concurrency: conc}})
+				require.NoError(t, err)
+				assert.Equal(t, tt.wantOK, row.OK, "200s")
+				assert.Equal(t, tt.wantProc, row.Processes)
+				assert.Empty(t, row.Problems)
+			})
+		}
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,26 +36,30 @@ const (
 	Pool Model = "pool"
 	// CGI is a fresh process per request: CGI and suEXEC shared hosting.
 	CGI Model = "cgi"
+	// TwoHosts is two pools of workers, each with a state directory of its
+	// own — two machines behind one load balancer — with requests spread
+	// round-robin over both.
+	TwoHosts Model = "two-hosts"
 )
 
 // Models lists the execution models in the order the reports show them.
 var Models = []Model{Single, Pool, CGI}
 
-// ParseModel parses single, pool or cgi.
+// ParseModel parses single, pool, cgi or two-hosts.
 func ParseModel(s string) (Model, error) {
-	for _, m := range Models {
+	for _, m := range append(Models, TwoHosts) {
 		if string(m) == s {
 			return m, nil
 		}
 	}
-	return "", fmt.Errorf("harness: unknown model %q: use single, pool or cgi", s)
+	return "", fmt.Errorf("harness: unknown model %q: use single, pool, cgi or two-hosts", s)
 }
 
 // Config says what to host.
 type Config struct {
 	Model   Model
 	App     App
-	Workers int // pool size; single uses 1 and cgi none
+	Workers int // pool size (per host for two-hosts); single uses 1 and cgi none
 	// Addr is where the front listens; "" means 127.0.0.1 on a free port.
 	Addr string
 	// Exe is the binary re-executed as children; "" means os.Executable().
@@ -84,7 +89,7 @@ func Start(cfg Config) (*Host, error) {
 	if err := cfg.App.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Model == Pool && cfg.Workers <= 0 {
+	if (cfg.Model == Pool || cfg.Model == TwoHosts) && cfg.Workers <= 0 {
 		return nil, fmt.Errorf("harness: workers %d must be positive", cfg.Workers)
 	}
 	if cfg.Exe == "" {
@@ -111,6 +116,13 @@ func Start(cfg Config) (*Host, error) {
 			n = cfg.Workers
 		}
 		ws, err := startWorkers(cfg, n)
+		if err != nil {
+			return nil, err
+		}
+		h.workers = ws
+		front = h.roundRobin()
+	case TwoHosts:
+		ws, err := startTwoHosts(cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -196,6 +208,35 @@ func (h *Host) stopWorkers() (served int64, err error) {
 		})
 	}
 	return served, g.Wait()
+}
+
+// startTwoHosts starts cfg.Workers workers for each of two hosts, each
+// host with its own state directory, and interleaves them so that the
+// round-robin front alternates between the hosts.
+func startTwoHosts(cfg Config) ([]*worker, error) {
+	var hosts [2][]*worker
+	for i := range hosts {
+		c := cfg
+		if c.App.Store == "file" {
+			c.App.Dir = filepath.Join(cfg.App.Dir, fmt.Sprintf("host-%c", 'a'+i))
+			if err := os.MkdirAll(c.App.Dir, 0o700); err != nil {
+				return nil, err
+			}
+		}
+		ws, err := startWorkers(c, cfg.Workers)
+		if err != nil {
+			for _, w := range hosts[0] {
+				w.stop()
+			}
+			return nil, err
+		}
+		hosts[i] = ws
+	}
+	var all []*worker
+	for k := range cfg.Workers {
+		all = append(all, hosts[0][k], hosts[1][k])
+	}
+	return all, nil
 }
 
 // worker is one long-lived child process.

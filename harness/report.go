@@ -43,20 +43,26 @@ func (r Row) Pass() bool { return len(r.Problems) == 0 }
 // with a store, and says why. This is the lesson in one function.
 func Expect(s Scenario) (ok int, why string) {
 	n, limit := s.Workload.Requests, s.App.Limit
-	if s.App.Store == "file" {
+	shares := func(parts int) (ok int) { // round-robin: part p gets every parts-th request
+		for p := range parts {
+			ok += min(n/parts+btoi(p < n%parts), limit)
+		}
+		return ok
+	}
+	switch {
+	case s.App.Store == "redis":
+		return min(n, limit), fmt.Sprintf("429 from #%d: every process on every host shares one Redis", limit+1)
+	case s.App.Store == "file" && s.Model == TwoHosts:
+		return shares(2), fmt.Sprintf("2 hosts × %d = %d let through: flock(2) stops at each machine's edge", limit, 2*limit)
+	case s.App.Store == "file":
 		return min(n, limit), fmt.Sprintf("429 from #%d in every model: all processes share one file", limit+1)
+	case s.Model == TwoHosts:
+		return shares(2 * s.Workers), fmt.Sprintf("%d workers × %d: each worker's map counts only its share", 2*s.Workers, limit)
 	}
 	switch s.Model {
 	case Pool:
 		k := s.Workers
-		for w := range k { // round-robin: worker w gets every k-th request
-			share := n / k
-			if w < n%k {
-				share++
-			}
-			ok += min(share, limit)
-		}
-		return ok, fmt.Sprintf("%d workers × %d = %d let through: each worker's map counts only its share", k, limit, k*limit)
+		return shares(k), fmt.Sprintf("%d workers × %d = %d let through: each worker's map counts only its share", k, limit, k*limit)
 	case CGI:
 		return n, "never 429: every request is a new process whose map starts empty"
 	}
@@ -132,10 +138,17 @@ func (r *Row) check(resps []Response) {
 			r.Problems = append(r.Problems, fmt.Sprintf("Retry-After %ds, expected %d−%ds", r.RetryAfter, window-slack, window))
 		}
 	}
-	want := map[Model]int{Single: 1, Pool: r.Workers, CGI: r.Workload.Requests}[r.Model]
+	want := map[Model]int{Single: 1, Pool: r.Workers, CGI: r.Workload.Requests, TwoHosts: 2 * r.Workers}[r.Model]
 	if r.Processes != want {
 		r.Problems = append(r.Problems, fmt.Sprintf("%d processes answered, expected %d", r.Processes, want))
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func errorsJoin(errs ...error) error {
@@ -198,6 +211,47 @@ func Demo(ctx context.Context, store string, app App, workers int, w Workload, d
 	return rep, nil
 }
 
+// RedisDemo runs the two-hosts model with the file store and with Redis,
+// and Redis under the other models, one by one and as a burst. reset runs
+// before every row so that each starts with an empty Redis.
+func RedisDemo(ctx context.Context, app App, workers int, w Workload, dir, redisURL string, reset func() error, progress io.Writer) (Report, error) {
+	rep := Report{Store: "file, redis"}
+	type row struct {
+		model Model
+		store string
+	}
+	rows := []row{{TwoHosts, "file"}, {TwoHosts, "redis"}, {Single, "redis"}, {Pool, "redis"}, {CGI, "redis"}}
+	modes := []Workload{{Requests: w.Requests, Concurrency: 1}, w}
+	if !w.Burst() {
+		modes = modes[:1]
+	}
+	for _, mode := range modes {
+		for _, r := range rows {
+			a := app
+			a.Store, a.RedisURL = r.store, redisURL
+			if r.store == "file" {
+				d, err := os.MkdirTemp(dir, string(r.model)+"-")
+				if err != nil {
+					return rep, err
+				}
+				a.Dir = d
+			}
+			if err := reset(); err != nil {
+				return rep, err
+			}
+			if progress != nil {
+				fmt.Fprintf(progress, "running %s / %s / %s …\n", r.model, r.store, modeName(mode))
+			}
+			res, err := Run(ctx, Scenario{Model: r.model, App: a, Workers: workers, Workload: mode})
+			if err != nil {
+				return rep, err
+			}
+			rep.Rows = append(rep.Rows, res)
+		}
+	}
+	return rep, nil
+}
+
 func modeName(w Workload) string {
 	if w.Burst() {
 		return fmt.Sprintf("burst×%d", w.Concurrency)
@@ -217,12 +271,20 @@ func (r Report) print(out io.Writer, wall bool) {
 		return
 	}
 	first := r.Rows[0]
-	fmt.Fprintf(out, "store=%s  limit %d per %d s  %d requests from 127.0.0.1  pool of %d workers\n\n",
-		r.Store, first.App.Limit, int64(first.App.Window/time.Second), first.Workload.Requests, first.Workers)
+	workers := fmt.Sprintf("pool of %d workers", first.Workers)
+	if first.Model == TwoHosts {
+		workers = fmt.Sprintf("%d workers per pool or host", first.Workers)
+	}
+	fmt.Fprintf(out, "store=%s  limit %d per %d s  %d requests from 127.0.0.1  %s\n\n",
+		r.Store, first.App.Limit, int64(first.App.Window/time.Second), first.Workload.Requests, workers)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	wallHead := "\twall"
 	if !wall {
 		wallHead = ""
+	}
+	mixed := strings.Contains(r.Store, ",")
+	if mixed {
+		fmt.Fprint(tw, "store\t")
 	}
 	fmt.Fprintln(tw, "model\tmode\tprocs\t200s\t429s\tfirst 429\teffective limit\tRetry-After"+wallHead+"\t\tverdict")
 	for _, row := range r.Rows {
@@ -241,6 +303,9 @@ func (r Report) print(out io.Writer, wall bool) {
 		wallCell := fmt.Sprintf("\t%.2fs", row.Wall.Seconds())
 		if !wall {
 			wallCell = ""
+		}
+		if mixed {
+			fmt.Fprintf(tw, "%s\t", row.App.Store)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s%s\t\t%s\n", row.Model, modeName(row.Workload),
 			row.Processes, row.OK, row.Throttled, first, eff, ra, wallCell, verdict)

@@ -21,7 +21,9 @@ import (
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/internal/floor"
+	"github.com/ratelab/ratelab/internal/redistest"
 	racetests "github.com/ratelab/ratelab/race_tests"
+	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
 // Options size a run.
@@ -45,6 +47,10 @@ func Default(dir string) Options {
 type PerHit struct {
 	Memory, Store, Floor, TruncateFirst time.Duration
 	StoreOverFloor, TruncFirstOverStore float64
+	// Redis is one hit of the Redis store over loopback, measured in turns
+	// with the file store; zero when redis-server is not installed.
+	Redis, RedisStore time.Duration
+	RedisOverStore    float64
 }
 
 // Throughput is one line of the cross-process table.
@@ -76,6 +82,14 @@ func Run(o Options) (Result, error) {
 		return res, err
 	}
 	res.PerHit = ph
+	if redistest.Available() {
+		say("redis: %d rounds × %d hits, in turns with the file store …", o.Rounds, o.PerRound)
+		if err := perHitRedis(o, &res.PerHit); err != nil {
+			return res, err
+		}
+	} else {
+		say("redis-server not found: the Redis row is left out (install: %s)", redistest.InstallHint)
+	}
 	for _, n := range o.Procs {
 		say("throughput with %d process(es) × %d hits, %d runs of each …", n, o.HitsEach, o.Repeats)
 		var bounded, blocking, distinct, ratio []float64
@@ -160,6 +174,46 @@ func perHit(o Options) (PerHit, error) {
 	}, nil
 }
 
+// perHitRedis measures the Redis store against the file store, in turns.
+func perHitRedis(o Options, ph *PerHit) error {
+	srv, err := redistest.Start()
+	if err != nil {
+		return err
+	}
+	defer srv.Stop()
+	client := srv.Client()
+	defer client.Close()
+	rs, err := redisstore.New(client, redisstore.Options{FailPolicy: ratelab.FailClosed})
+	if err != nil {
+		return err
+	}
+	fs, err := fixedfilestore.New(o.Dir, fixedfilestore.Options{FailPolicy: ratelab.FailClosed})
+	if err != nil {
+		return err
+	}
+	now := time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)
+	var rd, fd, ratio []float64
+	for range o.Rounds {
+		var dr, df time.Duration
+		for range o.PerRound {
+			t := time.Now()
+			if _, err := rs.HitAt("k", time.Hour, now); err != nil {
+				return err
+			}
+			t1 := time.Now()
+			if _, err := fs.HitAt("k", time.Hour, now); err != nil {
+				return err
+			}
+			t2 := time.Now()
+			dr, df = dr+t1.Sub(t), df+t2.Sub(t1)
+		}
+		n := float64(o.PerRound)
+		rd, fd, ratio = append(rd, float64(dr)/n), append(fd, float64(df)/n), append(ratio, float64(dr)/float64(df))
+	}
+	ph.Redis, ph.RedisStore, ph.RedisOverStore = time.Duration(median(rd)), time.Duration(median(fd)), median(ratio)
+	return nil
+}
+
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
@@ -217,6 +271,10 @@ func (r Result) Markdown(w io.Writer) {
 	fmt.Fprintf(w, "| syscall floor (open, flock, pread, pwrite, ftruncate, close) | %s | %.2f × |\n", us(p.Floor), 1/p.StoreOverFloor)
 	fmt.Fprintf(w, "| **file store (`fixed_filestore`)** | **%s** | 1 × |\n", us(p.Store))
 	fmt.Fprintf(w, "| the original's truncate-first write | %s | %.1f × |\n\n", us(p.TruncateFirst), p.TruncFirstOverStore)
+	if p.Redis > 0 {
+		fmt.Fprintf(w, "The Redis store (`redis_store`, one script per hit, a private redis-server on loopback), in turns with the file store in a loop of its own: %s against %s per hit, %.1f × the file store. On a real network add the round trip.\n\n",
+			us(p.Redis), us(p.RedisStore), p.RedisOverStore)
+	}
 	fmt.Fprintf(w, "## Many processes\n\nHits per second, all processes released together from a barrier, %d hits each; every run counted every hit. Each cell is the median of %d runs, the three kinds taking turns; the ratio is the median of the runs' ratios.\n\n", r.Options.HitsEach, r.Options.Repeats)
 	fmt.Fprintf(w, "| processes | one hot key, bounded wait | one hot key, blocking flock | bounded ÷ blocking | a key per process |\n| ---: | ---: | ---: | ---: | ---: |\n")
 	for _, t := range r.Throughput {

@@ -2,13 +2,14 @@
 // at a rate limiter by hand.
 //
 //	ratelab demo    -store memory|file [-requests 40] [-limit 30] [-window 1h] [-workers 4] [-concurrency 8] [-at RFC3339] [-stable]
-//	ratelab serve   -model cgi|pool|single -store memory|file [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding] [-fail open|closed]
+//	ratelab serve   -model cgi|pool|single|two-hosts -store memory|file|redis [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding] [-fail open|closed] [-redis URL]
 //	ratelab hit     -dir DIR -key KEY [-limit 30] [-window 1h] [-at RFC3339] [-fail open|closed] [-algorithm fixed|sliding]
 //	ratelab inspect -dir DIR [-at RFC3339] [-window 1h]
 //	ratelab sweep   -dir DIR -window 1h [-at RFC3339]
 //	ratelab race    [-procs 8] [-hits 500] [-stable]
 //	ratelab boundary [-limit 30] [-window 1h] [-burst 5] [-seed 1] [-processes] [-svg FILE]
 //	ratelab bench   [-o FILE] [-quick]
+//	ratelab redis   [-redis URL] [-requests 130] [-limit 30] [-window 1h] [-workers 2] [-concurrency 8] [-at RFC3339] [-stable]
 //
 // DIR is the base directory; state lives in DIR/rate-limits. Exit status:
 // 0 success (for hit: allowed), 3 throttled (hit only), 2 bad usage, 1
@@ -30,13 +31,16 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/ratelab/ratelab"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/bench"
+	"github.com/ratelab/ratelab/internal/redistest"
 	racetests "github.com/ratelab/ratelab/race_tests"
+	redisstore "github.com/ratelab/ratelab/redis_store"
 	windowboundary "github.com/ratelab/ratelab/window_boundary"
 )
 
@@ -70,17 +74,19 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) (int, er
 	"race":     cmdRace,
 	"boundary": cmdBoundary,
 	"bench":    cmdBench,
+	"redis":    cmdRedis,
 }
 
 const usage = `usage:
   ratelab demo    -store memory|file [-requests 40] [-limit 30] [-window 1h] [-workers 4] [-concurrency 8] [-at RFC3339] [-stable]
-  ratelab serve   -model cgi|pool|single -store memory|file [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding] [-fail open|closed]
+  ratelab serve   -model cgi|pool|single|two-hosts -store memory|file|redis [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding] [-fail open|closed] [-redis URL]
   ratelab hit     -dir DIR -key KEY [-limit 30] [-window 1h] [-at RFC3339] [-fail open|closed] [-algorithm fixed|sliding]
   ratelab inspect -dir DIR [-at RFC3339] [-window 1h]
   ratelab sweep   -dir DIR -window 1h [-at RFC3339]
   ratelab race    [-procs 8] [-hits 500] [-stable]
   ratelab boundary [-limit 30] [-window 1h] [-burst 5] [-seed 1] [-processes] [-svg FILE]
   ratelab bench   [-o FILE] [-quick]
+  ratelab redis   [-redis URL] [-requests 130] [-limit 30] [-window 1h] [-workers 2] [-concurrency 8] [-at RFC3339] [-stable]
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -255,18 +261,19 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 
 func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("serve", stdout)
-	model := f.String("model", "", "cgi, pool or single (required)")
-	store := f.String("store", "", "memory or file (required)")
+	model := f.String("model", "", "cgi, pool, single or two-hosts (required)")
+	store := f.String("store", "", "memory, file or redis (required)")
 	addr := f.String("addr", "127.0.0.1:8080", "address to listen on")
 	algo := f.String("algorithm", "fixed", "file store: fixed or sliding")
-	fail := f.String("fail", "open", "file store: what to do when the state cannot be reached: open or closed")
+	fail := f.String("fail", "open", "file and redis stores: what to do when the state cannot be reached: open or closed")
+	redisURL := f.String("redis", "", "redis store: the server, e.g. redis://127.0.0.1:6379/0")
 	f.common(true, true, true, true, true)
 	if err := f.parse(args); err != nil {
 		return 0, err
 	}
 	m, err := harness.ParseModel(*model)
 	if err != nil {
-		return 0, usagef("-model %q: use cgi, pool or single", *model)
+		return 0, usagef("-model %q: use cgi, pool, single or two-hosts", *model)
 	}
 	alg, err := ratelab.ParseAlgorithm(*algo)
 	if err != nil {
@@ -276,7 +283,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, usagef("-fail %q: use open or closed", *fail)
 	}
-	app := harness.App{Store: *store, Limit: f.limit, Window: f.window, Dir: f.dir, Algorithm: alg, FailPolicy: policy}
+	app := harness.App{Store: *store, Limit: f.limit, Window: f.window, Dir: f.dir, Algorithm: alg, FailPolicy: policy, RedisURL: *redisURL}
 	if f.at != "" {
 		if app.Now, err = f.now(); err != nil {
 			return 0, err
@@ -576,4 +583,87 @@ func cliLogger(w io.Writer) *slog.Logger {
 		}
 		return a
 	}}))
+}
+
+func cmdRedis(args []string, stdout, stderr io.Writer) (int, error) {
+	f := newFlags("redis", stdout)
+	url := f.String("redis", "", "a Redis server to use (default: start a private redis-server)")
+	requests := f.Int("requests", 130, "requests from one client address (> 0)")
+	conc := f.Int("concurrency", 8, "requests in flight in the burst; 1 sends only one by one")
+	stable := f.Bool("stable", false, "leave out wall times, so that runs with -at print the same bytes")
+	f.common(true, true, false, false, true)
+	f.IntVar(&f.workers, "workers", 2, "worker processes per pool or host (> 0)")
+	if err := f.parse(args); err != nil {
+		return 0, err
+	}
+	if *requests <= 0 || *conc <= 0 {
+		return 0, usagef("-requests and -concurrency must be positive")
+	}
+	app := harness.App{Limit: f.limit, Window: f.window}
+	if f.at != "" {
+		var err error
+		if app.Now, err = f.now(); err != nil {
+			return 0, err
+		}
+	}
+	if *url == "" {
+		srv, err := redistest.Start()
+		if err != nil {
+			return 0, err
+		}
+		defer srv.Stop()
+		*url = srv.URL()
+	}
+	client, err := redisstore.NewClient(*url, 2*time.Second)
+	if err != nil {
+		return 0, usagef("%v", err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+	reset := func() error { return client.FlushDB(ctx).Err() }
+	dir, err := os.MkdirTemp("", "ratelab-redis-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	progress := stderr
+	if *stable {
+		progress = nil
+	}
+	rep, err := harness.RedisDemo(ctx, app, f.workers, harness.Workload{Requests: *requests, Concurrency: *conc}, dir, *url, reset, progress)
+	if err != nil {
+		return 0, err
+	}
+	if *stable {
+		rep.PrintStable(stdout)
+	} else {
+		fmt.Fprintln(stdout)
+		rep.Print(stdout)
+	}
+	if err := reset(); err != nil {
+		return 0, err
+	}
+	pitfalls, err := redisstore.Pitfalls(ctx, client)
+	if err != nil {
+		return 0, err
+	}
+	fmt.Fprintln(stdout)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "Redis pitfall\texpected\tobserved\tverdict")
+	pass := rep.Pass()
+	for _, p := range pitfalls {
+		v := "ok"
+		if !p.Pass() {
+			v, pass = "FAIL", false
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Case, p.Expected, p.Observed, v)
+	}
+	tw.Flush()
+	fmt.Fprintln(stdout)
+	if !pass {
+		fmt.Fprintln(stdout, "FAIL: what ran differs from what the demo claims (see the rows marked FAIL)")
+		return exitFailure, nil
+	}
+	fmt.Fprintln(stdout, "PASS: every row shows what the demo claims")
+	return exitOK, nil
 }

@@ -1,0 +1,122 @@
+// Package redistest starts a private redis-server on a free loopback port,
+// for tests and demonstrations: no persistence, no other clients, stopped
+// when done.
+package redistest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// InstallHint is what to run where redis-server is missing.
+const InstallHint = "apt-get install redis-server (Debian/Ubuntu) or brew install redis (macOS)"
+
+// ErrNoServer means redis-server is not on PATH.
+var ErrNoServer = errors.New("redistest: redis-server not found; install it with: " + InstallHint)
+
+// Server is a running private redis-server.
+type Server struct {
+	Addr string
+	cmd  *exec.Cmd
+}
+
+// Available reports whether redis-server is on PATH.
+func Available() bool {
+	_, err := exec.LookPath("redis-server")
+	return err == nil
+}
+
+// Start starts redis-server on 127.0.0.1 with a free port and waits until
+// it answers PING.
+func Start() (*Server, error) {
+	path, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, ErrNoServer
+	}
+	dir, err := os.MkdirTemp("", "redistest-")
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 0; attempt < 5; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		cmd := exec.Command(path, "--bind", "127.0.0.1", "--port", strconv.Itoa(port),
+			"--save", "", "--appendonly", "no", "--dir", dir, "--protected-mode", "yes")
+		if err := cmd.Start(); err != nil {
+			return nil, fmt.Errorf("redistest: start redis-server: %w", err)
+		}
+		s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd}
+		if err := s.waitReady(5 * time.Second); err == nil {
+			return s, nil
+		}
+		s.Stop() // the port was taken in between; try another
+	}
+	return nil, errors.New("redistest: redis-server did not become ready")
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (s *Server) waitReady(limit time.Duration) error {
+	c := s.Client()
+	defer c.Close()
+	deadline := time.Now().Add(limit)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		err := c.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond) // polling for readiness, not for a clock edge
+	}
+}
+
+// Client returns a new client of the server.
+func (s *Server) Client() *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, ContextTimeoutEnabled: true})
+}
+
+// URL returns the server's redis:// URL.
+func (s *Server) URL() string { return "redis://" + s.Addr + "/0" }
+
+// Stop kills the server and waits for it.
+func (s *Server) Stop() {
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+}
+
+// ForTest starts a server for t and stops it when t ends; without
+// redis-server the test is skipped with one line saying how to install it.
+func ForTest(t testing.TB) *Server {
+	t.Helper()
+	s, err := Start()
+	if errors.Is(err, ErrNoServer) {
+		t.Skip("redis-server not found: install it with " + InstallHint)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}

@@ -1,0 +1,190 @@
+package redisstore_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/internal/storetest"
+	redisstore "github.com/ratelab/ratelab/redis_store"
+)
+
+var t0 = storetest.T0
+
+func newStore(t *testing.T, srv *redistest.Server, opts redisstore.Options) *redisstore.Store {
+	t.Helper()
+	c := srv.Client()
+	t.Cleanup(func() { c.Close() })
+	s, err := redisstore.New(c, opts)
+	require.NoError(t, err)
+	return s
+}
+
+func TestWindow(t *testing.T) {
+	srv := redistest.ForTest(t)
+	storetest.Window(t, func(t *testing.T) ratelab.Store {
+		c := srv.Client()
+		t.Cleanup(func() { c.FlushAll(context.Background()); c.Close() })
+		s, err := redisstore.New(c, redisstore.Options{})
+		require.NoError(t, err)
+		return s
+	})
+}
+
+func TestStateSurvivesAcrossInstances(t *testing.T) {
+	srv := redistest.ForTest(t)
+	got := storetest.CrossInstance(t, func(t *testing.T) ratelab.Store { return newStore(t, srv, redisstore.Options{}) })
+	assert.Equal(t, int64(2), got)
+}
+
+// Keys reach Redis hashed, with an expiry; the count is exact under
+// concurrency from many clients.
+func TestKeysAreHashedExpireAndCountExactly(t *testing.T) {
+	srv := redistest.ForTest(t)
+	var wg sync.WaitGroup
+	for range 8 {
+		s := newStore(t, srv, redisstore.Options{})
+		wg.Go(func() {
+			for range 100 {
+				if _, err := s.HitAt(storetest.Key, time.Hour, time.Now()); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	c := srv.Client()
+	defer c.Close()
+	ctx := context.Background()
+	keys, err := c.Keys(ctx, "*").Result()
+	require.NoError(t, err)
+	require.Len(t, keys, 1)
+	assert.NotContains(t, keys[0], "203.0.113.7", "the key must be hashed")
+	assert.True(t, strings.HasPrefix(keys[0], "ratelab:fixed:"))
+	count, err := c.HGet(ctx, keys[0], "count").Int64()
+	require.NoError(t, err)
+	assert.Equal(t, int64(800), count)
+	ttl, err := c.TTL(ctx, keys[0]).Result()
+	require.NoError(t, err)
+	assert.Greater(t, ttl, 59*time.Minute, "the expiry is set with the count")
+}
+
+func TestSlidingCounter(t *testing.T) {
+	srv := redistest.ForTest(t)
+	s := newStore(t, srv, redisstore.Options{Algorithm: ratelab.SlidingCounter})
+	for range 30 {
+		_, err := s.HitAt(storetest.Key, time.Hour, t0.Add(59*time.Minute))
+		require.NoError(t, err)
+	}
+	h, err := s.HitAt(storetest.Key, time.Hour, t0.Add(time.Hour))
+	require.NoError(t, err)
+	assert.Equal(t, int64(31), h.Count, "the previous hour weighs in full at the reset")
+	require.NotNil(t, h.Sliding)
+	assert.Equal(t, ratelab.SlidingState{WindowStart: t0.Unix() + 3600, Count: 1, PrevCount: 30}, *h.Sliding)
+}
+
+func TestClampsAResetAtTooFarAhead(t *testing.T) {
+	srv := redistest.ForTest(t)
+	s := newStore(t, srv, redisstore.Options{})
+	c := srv.Client()
+	defer c.Close()
+	require.NoError(t, c.HSet(context.Background(), s.Key(storetest.Key), "count", 7, "reset_at", t0.Unix()+99999).Err())
+	h, err := s.HitAt(storetest.Key, time.Hour, t0)
+	require.NoError(t, err)
+	assert.Equal(t, int64(8), h.Count)
+	assert.Equal(t, t0.Add(time.Hour).Unix(), h.ResetAt.Unix())
+}
+
+// A Redis that refuses connections, and one that accepts and never
+// answers: both policies, within the timeout.
+func TestRedisDownFollowsPolicy(t *testing.T) {
+	refused := func() string { // a port nobody listens on
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addr := ln.Addr().String()
+		ln.Close()
+		return addr
+	}
+	silent := func() string { // accepts, never answers
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				t.Cleanup(func() { c.Close() })
+			}
+		}()
+		return ln.Addr().String()
+	}
+	for name, addr := range map[string]func() string{"refused": refused, "silent": silent} {
+		for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed} {
+			t.Run(name+"/fail-"+policy.String(), func(t *testing.T) {
+				c, err := redisstore.NewClient("redis://"+addr()+"/0", 100*time.Millisecond)
+				require.NoError(t, err)
+				defer c.Close()
+				var logs bytes.Buffer
+				s, err := redisstore.New(c, redisstore.Options{FailPolicy: policy, Timeout: 100 * time.Millisecond,
+					Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+				require.NoError(t, err)
+				start := time.Now()
+				h, err := s.HitAt(storetest.Key, time.Hour, t0)
+				assert.Less(t, time.Since(start), 2*time.Second, "bounded by the timeout")
+				if policy == ratelab.FailOpen {
+					require.NoError(t, err)
+					assert.Error(t, h.NotCounted)
+					assert.Equal(t, int64(1), h.Count)
+					assert.Contains(t, logs.String(), "hit not counted (fail-open)")
+				} else {
+					assert.ErrorIs(t, err, ratelab.ErrUnavailable)
+					assert.Contains(t, logs.String(), "hit refused (fail-closed)")
+				}
+			})
+		}
+	}
+}
+
+func TestNewRejectsBadInput(t *testing.T) {
+	_, err := redisstore.New(nil, redisstore.Options{})
+	assert.ErrorContains(t, err, "needs a client")
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer c.Close()
+	_, err = redisstore.New(c, redisstore.Options{Timeout: -1})
+	assert.ErrorContains(t, err, "must not be negative")
+	_, err = redisstore.New(c, redisstore.Options{Algorithm: "leaky"})
+	assert.ErrorContains(t, err, "use fixed or sliding")
+}
+
+func TestPitfalls(t *testing.T) {
+	srv := redistest.ForTest(t)
+	c := srv.Client()
+	defer c.Close()
+	got, err := redisstore.Pitfalls(context.Background(), c)
+	require.NoError(t, err)
+	want := map[string]string{
+		"INCR, crash, then no EXPIRE":    "no expiry: never resets",
+		"count and expiry in one script": "expires",
+		"release by plain DEL":           "2 holders (B and C)",
+		"release checks the token":       "1 holder (B)",
+	}
+	require.Len(t, got, len(want))
+	for _, p := range got {
+		assert.Equal(t, want[p.Case], p.Observed, p.Case)
+		assert.True(t, p.Pass(), p.Case)
+	}
+}
