@@ -3,6 +3,7 @@ package ratelab
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -62,6 +63,23 @@ func (p FailPolicy) String() string {
 	}
 	return fmt.Sprintf("FailPolicy(%d)", int(p))
 }
+
+// !+fail
+// Fail applies the policy to a hit a store could not record, for key
+// (where names the key as the store knows it, say a file path), at now. It
+// logs one line naming the place and the cause. Fail-open returns a fresh
+// window's first hit with NotCounted set; fail-closed returns an error
+// wrapping ErrUnavailable, prefixed with the store's package name.
+func (p FailPolicy) Fail(log *slog.Logger, pkg string, where slog.Attr, now time.Time, window time.Duration, cause error) (Hit, error) {
+	if p == FailClosed {
+		log.Error(pkg+": hit refused (fail-closed): rate-limit state unavailable", where, "err", cause)
+		return Hit{}, fmt.Errorf("%s: %w: %w", pkg, ErrUnavailable, cause)
+	}
+	log.Warn(pkg+": hit not counted (fail-open): rate-limit state unavailable", where, "err", cause)
+	return FreshHit(now, window, cause), nil
+}
+
+// !-fail
 
 // ParseFailPolicy parses "open" or "closed".
 func ParseFailPolicy(s string) (FailPolicy, error) {

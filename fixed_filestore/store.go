@@ -198,12 +198,7 @@ func (s *Store) HitAt(key string, window time.Duration, now time.Time) (ratelab.
 	if err == nil {
 		return h, nil
 	}
-	if s.policy == ratelab.FailClosed {
-		s.log.Error("fixedfilestore: hit refused (fail-closed): rate-limit state unavailable", "path", path, "err", err)
-		return ratelab.Hit{}, fmt.Errorf("fixedfilestore: %w: %w", ratelab.ErrUnavailable, err)
-	}
-	s.log.Warn("fixedfilestore: hit not counted (fail-open): rate-limit state unavailable", "path", path, "err", err)
-	return ratelab.FreshHit(now, window, err), nil
+	return s.policy.Fail(s.log, "fixedfilestore", slog.String("path", path), now, window, err)
 }
 
 // !-hitat

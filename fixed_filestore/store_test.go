@@ -3,7 +3,6 @@
 package fixedfilestore_test
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -22,37 +21,20 @@ import (
 	"github.com/ratelab/ratelab"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/internal/storetest"
+	"github.com/ratelab/ratelab/internal/syncbuf"
 )
 
 var t0 = storetest.T0
 
-// logBuffer is a concurrency-safe log sink.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // newStore returns a store on a fresh base directory and its log.
-func newStore(t *testing.T, opts fixedfilestore.Options) (*fixedfilestore.Store, *logBuffer) {
+func newStore(t *testing.T, opts fixedfilestore.Options) (*fixedfilestore.Store, *syncbuf.Buffer) {
 	t.Helper()
 	return newStoreAt(t, t.TempDir(), opts)
 }
 
-func newStoreAt(t *testing.T, base string, opts fixedfilestore.Options) (*fixedfilestore.Store, *logBuffer) {
+func newStoreAt(t *testing.T, base string, opts fixedfilestore.Options) (*fixedfilestore.Store, *syncbuf.Buffer) {
 	t.Helper()
-	logs := new(logBuffer)
+	logs := new(syncbuf.Buffer)
 	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	s, err := fixedfilestore.New(base, opts)
 	require.NoError(t, err)

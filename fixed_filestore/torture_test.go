@@ -23,6 +23,7 @@ import (
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/internal/childproc"
 	"github.com/ratelab/ratelab/internal/storetest"
+	"github.com/ratelab/ratelab/internal/syncbuf"
 )
 
 // The torture suite's children are this test binary, re-executed and
@@ -300,7 +301,7 @@ func TestTortureCorruptionUnderTraffic(t *testing.T) {
 	base := t.TempDir()
 	target := filepath.Join(t.TempDir(), "victim")
 	require.NoError(t, os.WriteFile(target, []byte("precious"), 0o600))
-	var logs logBuffer
+	var logs syncbuf.Buffer
 	opts := fixedfilestore.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), LockWait: time.Second}
 	s, err := fixedfilestore.New(base, opts)
 	require.NoError(t, err)

@@ -2,7 +2,6 @@ package harness
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +21,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/ratelab/ratelab/internal/syncbuf"
 )
 
 // Model is an execution model: how requests map onto processes.
@@ -78,7 +79,7 @@ type Host struct {
 	workers []*worker
 	served  atomic.Int64 // requests the front passed to a pool worker
 	proxyTr *http.Transport
-	cgiErrs *lockedBuffer
+	cgiErrs *syncbuf.Buffer
 }
 
 // Start starts the model's processes and its front. Close stops them.
@@ -129,7 +130,7 @@ func Start(cfg Config) (*Host, error) {
 		h.workers = ws
 		front = h.roundRobin()
 	case CGI:
-		h.cgiErrs = &lockedBuffer{w: cfg.Stderr}
+		h.cgiErrs = &syncbuf.Buffer{Tee: cfg.Stderr, Limit: 64 << 10}
 		front = &cgi.Handler{
 			Path:   cfg.Exe,
 			Dir:    os.TempDir(),
@@ -244,7 +245,7 @@ type worker struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout *bufio.Reader
-	stderr *lockedBuffer
+	stderr *syncbuf.Buffer
 	url    *url.URL
 }
 
@@ -275,7 +276,7 @@ func startWorkers(cfg Config, n int) ([]*worker, error) {
 func startWorker(cfg Config) (*worker, error) {
 	cmd := exec.Command(cfg.Exe)
 	cmd.Env = append(os.Environ(), cfg.App.env(roleServer)...)
-	w := &worker{cmd: cmd, stderr: &lockedBuffer{w: cfg.Stderr}}
+	w := &worker{cmd: cmd, stderr: &syncbuf.Buffer{Tee: cfg.Stderr, Limit: 64 << 10}}
 	cmd.Stderr = w.stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -331,30 +332,4 @@ func (w *worker) stop() (int64, error) {
 		return 0, fmt.Errorf("harness: worker pid %d result line %q: %w", pid, rest, err)
 	}
 	return served, nil
-}
-
-// lockedBuffer keeps what a child wrote to stderr for error messages and
-// passes it on to w.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	w   io.Writer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.buf.Len() < 64<<10 {
-		b.buf.Write(p)
-	}
-	if b.w != nil {
-		b.w.Write(p)
-	}
-	return len(p), nil
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

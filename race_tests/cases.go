@@ -45,6 +45,18 @@ func closeAll(ps ...*childproc.Proc) error {
 	return errors.Join(errs...)
 }
 
+// waitsBehindLock checks that b, which announced it is taking the lock
+// that a holds, stays silent — it cannot have read — and then lets a go on.
+func waitsBehindLock(b, a *childproc.Proc) error {
+	if _, err := b.Expect("locking"); err != nil {
+		return err
+	}
+	if !b.Quiet(50 * time.Millisecond) {
+		return errors.New("racetests: B read the state while A held the lock")
+	}
+	return a.Send("go")
+}
+
 func counterEnv(lock bool, order WriteOrder, pause string) []string {
 	l := "0"
 	if lock {
@@ -82,14 +94,7 @@ func LostUpdate(dir string, lock bool) (Result, error) {
 	}
 	defer b.Kill()
 	if lock {
-		if _, err := b.Expect("locking"); err != nil {
-			return Result{}, err
-		}
-		// B is in flock(2) behind A: it must not get as far as reading.
-		if !b.Quiet(50 * time.Millisecond) {
-			return Result{}, errors.New("racetests: B read the state while A held the lock")
-		}
-		if err := a.Send("go"); err != nil { // A writes 1 and unlocks
+		if err := waitsBehindLock(b, a); err != nil { // then A writes 1 and unlocks
 			return Result{}, err
 		}
 	}
@@ -164,13 +169,7 @@ func TornRead(dir string, order WriteOrder, lock bool) (Result, error) {
 	}
 	defer b.Kill()
 	if lock {
-		if _, err := b.Expect("locking"); err != nil {
-			return Result{}, err
-		}
-		if !b.Quiet(50 * time.Millisecond) {
-			return Result{}, errors.New("racetests: B read the state while A held the lock")
-		}
-		if err := a.Send("go"); err != nil {
+		if err := waitsBehindLock(b, a); err != nil {
 			return Result{}, err
 		}
 	}

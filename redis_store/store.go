@@ -187,12 +187,7 @@ func (s *Store) HitAt(key string, window time.Duration, now time.Time) (ratelab.
 	if err == nil {
 		return h, nil
 	}
-	if s.policy == ratelab.FailClosed {
-		s.log.Error("redisstore: hit refused (fail-closed): rate-limit state unavailable", "key", rkey, "err", err)
-		return ratelab.Hit{}, fmt.Errorf("redisstore: %w: %w", ratelab.ErrUnavailable, err)
-	}
-	s.log.Warn("redisstore: hit not counted (fail-open): rate-limit state unavailable", "key", rkey, "err", err)
-	return ratelab.FreshHit(now, window, err), nil
+	return s.policy.Fail(s.log, "redisstore", slog.String("key", rkey), now, window, err)
 }
 
 func (s *Store) hit(rkey string, window time.Duration, now time.Time) (ratelab.Hit, error) {

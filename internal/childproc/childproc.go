@@ -9,14 +9,14 @@ package childproc
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/ratelab/ratelab/internal/syncbuf"
 )
 
 // Timeout bounds every wait for a line from a child.
@@ -28,7 +28,7 @@ type Proc struct {
 	name   string
 	stdin  io.WriteCloser
 	lines  chan string
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 	done   chan struct{}
 	stash  *string // a line read by Quiet, not yet returned by Expect
 }
@@ -42,7 +42,7 @@ func Start(name string, env ...string) (*Proc, error) {
 	}
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), env...)
-	p := &Proc{Cmd: cmd, name: name, lines: make(chan string, 64), stderr: new(syncBuffer), done: make(chan struct{})}
+	p := &Proc{Cmd: cmd, name: name, lines: make(chan string, 64), stderr: &syncbuf.Buffer{Limit: 64 << 10}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
 		return nil, err
@@ -146,26 +146,6 @@ func (p *Proc) Kill() {
 
 // Stderr returns what the child wrote to stderr so far.
 func (p *Proc) Stderr() string { return strings.TrimSpace(p.stderr.String()) }
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(q []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.buf.Len() < 64<<10 {
-		b.buf.Write(q)
-	}
-	return len(q), nil
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // Child-side helpers.
 

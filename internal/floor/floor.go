@@ -11,18 +11,11 @@ import "syscall"
 // SyscallFloor is the least any flock-serialised file counter can do:
 // open, flock, pread, pwrite, ftruncate, close.
 func SyscallFloor(path string, state []byte) error {
-	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CREAT|syscall.O_CLOEXEC, 0o600)
+	fd, err := openLockRead(path)
 	if err != nil {
 		return err
 	}
 	defer syscall.Close(fd)
-	if err := syscall.Flock(fd, syscall.LOCK_EX); err != nil {
-		return err
-	}
-	var buf [64]byte
-	if _, err := syscall.Pread(fd, buf[:], 0); err != nil {
-		return err
-	}
 	if _, err := syscall.Pwrite(fd, state, 0); err != nil {
 		return err
 	}
@@ -35,22 +28,33 @@ func SyscallFloor(path string, state []byte) error {
 // queues them for writeback at once, instead of leaving them to delayed
 // allocation.
 func TruncateFirst(path string, state []byte) error {
-	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CREAT|syscall.O_CLOEXEC, 0o600)
+	fd, err := openLockRead(path)
 	if err != nil {
 		return err
 	}
 	defer syscall.Close(fd)
-	if err := syscall.Flock(fd, syscall.LOCK_EX); err != nil {
-		return err
-	}
 	defer syscall.Flock(fd, syscall.LOCK_UN)
-	var buf [64]byte
-	if _, err := syscall.Pread(fd, buf[:], 0); err != nil {
-		return err
-	}
 	if err := syscall.Ftruncate(fd, 0); err != nil {
 		return err
 	}
 	_, err = syscall.Pwrite(fd, state, 0)
 	return err
+}
+
+// openLockRead opens path, takes an exclusive flock(2) and reads the state:
+// the part every counter shares. The caller closes fd.
+func openLockRead(path string) (int, error) {
+	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CREAT|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return -1, err
+	}
+	var buf [64]byte
+	if err = syscall.Flock(fd, syscall.LOCK_EX); err == nil {
+		_, err = syscall.Pread(fd, buf[:], 0)
+	}
+	if err != nil {
+		syscall.Close(fd)
+		return -1, err
+	}
+	return fd, nil
 }

@@ -194,6 +194,20 @@ func (f *flags) now() (time.Time, error) {
 	return t, nil
 }
 
+// parseForStore parses args, then reads -at and opens the file store at
+// -dir, for the commands that only look at state.
+func (f *flags) parseForStore(args []string) (time.Time, *fixedfilestore.Store, error) {
+	if err := f.parse(args); err != nil {
+		return time.Time{}, nil, err
+	}
+	now, err := f.now()
+	if err != nil {
+		return time.Time{}, nil, err
+	}
+	store, err := f.openStore(ratelab.FailOpen, ratelab.FixedWindow)
+	return now, store, err
+}
+
 // openStore opens the file store at -dir; a missing or unusable directory
 // is bad input.
 func (f *flags) openStore(policy ratelab.FailPolicy, alg ratelab.Algorithm) (*fixedfilestore.Store, error) {
@@ -386,14 +400,7 @@ func cmdHit(args []string, stdout, stderr io.Writer) (int, error) {
 func cmdInspect(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("inspect", stdout)
 	f.common(false, true, false, true, true)
-	if err := f.parse(args); err != nil {
-		return 0, err
-	}
-	now, err := f.now()
-	if err != nil {
-		return 0, err
-	}
-	store, err := f.openStore(ratelab.FailOpen, ratelab.FixedWindow)
+	now, store, err := f.parseForStore(args)
 	if err != nil {
 		return 0, err
 	}
@@ -425,14 +432,7 @@ func cmdInspect(args []string, stdout, stderr io.Writer) (int, error) {
 func cmdSweep(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("sweep", stdout)
 	f.common(false, true, false, true, true)
-	if err := f.parse(args); err != nil {
-		return 0, err
-	}
-	now, err := f.now()
-	if err != nil {
-		return 0, err
-	}
-	store, err := f.openStore(ratelab.FailOpen, ratelab.FixedWindow)
+	now, store, err := f.parseForStore(args)
 	if err != nil {
 		return 0, err
 	}

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/internal/syncbuf"
 	racetests "github.com/ratelab/ratelab/race_tests"
 	windowboundary "github.com/ratelab/ratelab/window_boundary"
 )
@@ -180,7 +180,7 @@ func TestServePrintsURLAndThrottles(t *testing.T) {
 	require.NoError(t, err)
 	cmd := exec.Command(exe, "serve", "-model", "cgi", "-store", "file", "-limit", "3", "-addr", "127.0.0.1:0", "-dir", t.TempDir())
 	cmd.Env = append(os.Environ(), envRunCLI+"=1")
-	stderr := new(syncBuffer)
+	stderr := new(syncbuf.Buffer)
 	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -206,25 +206,6 @@ func TestServePrintsURLAndThrottles(t *testing.T) {
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 	require.NoError(t, cmd.Wait(), "serve must exit 0 on Ctrl-C; stderr: %s", stderr.String())
-}
-
-// syncBuffer is a bytes.Buffer that a child's stderr copier and the test
-// may use at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // make bench's report, on a short run: every section and every target is
