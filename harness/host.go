@@ -43,12 +43,13 @@ const (
 	TwoHosts Model = "two-hosts"
 )
 
-// Models lists the execution models in the order the reports show them.
-var Models = []Model{Single, Pool, CGI}
+// Models returns the execution models of demo-broken and demo-fixed, in
+// the order the reports show them.
+func Models() []Model { return []Model{Single, Pool, CGI} }
 
 // ParseModel parses single, pool, cgi or two-hosts.
 func ParseModel(s string) (Model, error) {
-	for _, m := range append(Models, TwoHosts) {
+	for _, m := range append(Models(), TwoHosts) {
 		if string(m) == s {
 			return m, nil
 		}

@@ -187,7 +187,7 @@ func Demo(ctx context.Context, store string, app App, workers int, w Workload, d
 		modes = modes[:1]
 	}
 	for _, mode := range modes {
-		for _, m := range Models {
+		for _, m := range Models() {
 			a := app
 			a.Store = store
 			if store == "file" {

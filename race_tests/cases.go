@@ -144,7 +144,7 @@ func LostUpdate(dir string, lock bool) (Result, error) {
 // B waits until A is done.
 func TornRead(dir string, order WriteOrder, lock bool) (Result, error) {
 	path := filepath.Join(dir, "state.json")
-	if err := os.WriteFile(path, fixedfilestore.Encode(nil, ratelab.State{Count: 5, ResetAt: Now.Unix() + 3600}), 0o600); err != nil {
+	if err := os.WriteFile(path, fixedfilestore.Encode(nil, ratelab.State{Count: 5, ResetAt: demoNow().Unix() + 3600}), 0o600); err != nil {
 		return Result{}, err
 	}
 	a, err := child("A", roleCounter, path, counterEnv(lock, order, "mid-write")...)
@@ -281,7 +281,7 @@ func ReplaceByRename(dir string, rename bool) (Result, error) {
 	if _, err := a.Expect("locked"); err != nil {
 		return Result{}, err
 	}
-	state := fixedfilestore.Encode(nil, ratelab.State{Count: 7, ResetAt: Now.Unix() + 3600})
+	state := fixedfilestore.Encode(nil, ratelab.State{Count: 7, ResetAt: demoNow().Unix() + 3600})
 	if rename {
 		tmp := path + ".tmp"
 		if err := os.WriteFile(tmp, state, 0o600); err != nil {
@@ -331,7 +331,7 @@ func HolderKilled(dir string) (Result, time.Duration, error) {
 		return Result{}, 0, err
 	}
 	for range 5 {
-		if _, err := store.HitAt(StressKey, Window, Now); err != nil {
+		if _, err := store.HitAt(StressKey, Window, demoNow()); err != nil {
 			return Result{}, 0, err
 		}
 	}

@@ -32,11 +32,11 @@ const (
 	roleStoreHit  = "store-hit"  // one fixed_filestore hit
 )
 
-// Window and Now are the fixed window and clock every child counts in, so
-// that no window ends during a demonstration.
+// Window is the window every child counts in, at the fixed instant
+// demoNow, so that no window ends during a demonstration.
 const Window = time.Hour
 
-var Now = time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)
+func demoNow() time.Time { return time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC) }
 
 // RunChildIfRequested runs the role named by RATELAB_RACE_CHILD and exits;
 // in a parent it returns at once. Call it first in TestMain and in main.
@@ -79,7 +79,7 @@ func runRole(role string, stdin *bufio.Reader) error {
 		if c.Lock {
 			childproc.Say("locking")
 		}
-		st, err := c.HitAt(Now, Window)
+		st, err := c.HitAt(demoNow(), Window)
 		if err != nil {
 			return err
 		}
@@ -166,7 +166,7 @@ func runRole(role string, stdin *bufio.Reader) error {
 		if err != nil {
 			return err
 		}
-		h, err := s.HitAt(os.Getenv("RATELAB_RACE_KEY"), Window, Now)
+		h, err := s.HitAt(os.Getenv("RATELAB_RACE_KEY"), Window, demoNow())
 		if err != nil {
 			return err
 		}
@@ -187,10 +187,10 @@ func stressHitter(mode, path string) (func() error, error) {
 	switch mode {
 	case "lock-free":
 		c := &BrokenCounter{Path: path}
-		return func() error { _, err := c.HitAt(Now, Window); return err }, nil
+		return func() error { _, err := c.HitAt(demoNow(), Window); return err }, nil
 	case "lock-free-truncate-first":
 		c := &BrokenCounter{Path: path, Order: TruncateFirst}
-		return func() error { _, err := c.HitAt(Now, Window); return err }, nil
+		return func() error { _, err := c.HitAt(demoNow(), Window); return err }, nil
 	case "flock", "flock-blocking", "flock-distinct":
 		wait, key := time.Minute, StressKey
 		if mode == "flock-blocking" {
@@ -204,7 +204,7 @@ func stressHitter(mode, path string) (func() error, error) {
 			return nil, err
 		}
 		return func() error {
-			h, err := s.HitAt(key, Window, Now)
+			h, err := s.HitAt(key, Window, demoNow())
 			if err == nil && h.NotCounted != nil {
 				err = h.NotCounted
 			}

@@ -86,7 +86,7 @@ func TestHolderKilled(t *testing.T) {
 
 // The flock run is exact on every run; the lock-free runs are reported.
 func TestStress(t *testing.T) {
-	for _, mode := range racetests.StressModes {
+	for _, mode := range racetests.StressModes() {
 		s, err := racetests.Stress(t.TempDir(), mode, *procs, *hits)
 		require.NoError(t, err, mode)
 		t.Logf("%-26s %d × %d: counted %d of %d, lost %d, %.0f hits/s", mode, s.Procs, s.Hits, s.Counted, s.Expected, s.Lost(), s.HitsPerSecond())

@@ -68,7 +68,7 @@ func Demo(base string, procs, hits int, progress io.Writer) (Report, error) {
 		}
 		rep.Results = append(rep.Results, r)
 	}
-	for _, mode := range StressModes {
+	for _, mode := range StressModes() {
 		say("stress %s: %d processes × %d hits …", mode, procs, hits)
 		dir, err := tempDir(base, "stress-"+mode)
 		if err != nil {

@@ -14,8 +14,9 @@ import (
 	"github.com/ratelab/ratelab/internal/childproc"
 )
 
-// StressModes are the three ways the stress test counts, in report order.
-var StressModes = []string{"lock-free", "lock-free-truncate-first", "flock"}
+// StressModes returns the three ways the demonstration's stress run
+// counts, in report order.
+func StressModes() []string { return []string{"lock-free", "lock-free-truncate-first", "flock"} }
 
 // StressResult is one stress run.
 type StressResult struct {
