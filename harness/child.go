@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -287,31 +286,4 @@ func cgiChild() error {
 		return err
 	}
 	return cgi.Serve(withPID(h))
-}
-
-// readLine reads one line with the given prefix from r, giving up after
-// timeout. It returns the rest of the line.
-func readLine(r *bufio.Reader, prefix string, timeout time.Duration) (string, error) {
-	type result struct {
-		line string
-		err  error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		line, err := r.ReadString('\n')
-		ch <- result{line, err}
-	}()
-	select {
-	case res := <-ch:
-		if res.err != nil {
-			return "", fmt.Errorf("no %q line: %w", prefix, res.err)
-		}
-		line := res.line[:len(res.line)-1]
-		if len(line) < len(prefix) || line[:len(prefix)] != prefix {
-			return "", fmt.Errorf("expected a %q line, got %q", prefix, line)
-		}
-		return line[len(prefix):], nil
-	case <-time.After(timeout):
-		return "", fmt.Errorf("no %q line within %v", prefix, timeout)
-	}
 }

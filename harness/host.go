@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -13,15 +12,14 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/ratelab/ratelab/internal/childproc"
 	"github.com/ratelab/ratelab/internal/syncbuf"
 )
 
@@ -192,7 +190,7 @@ func (h *Host) Close() error {
 func (h *Host) Pids() []int {
 	var pids []int
 	for _, w := range h.workers {
-		pids = append(pids, w.cmd.Process.Pid)
+		pids = append(pids, w.proc.Cmd.Process.Pid)
 	}
 	return pids
 }
@@ -243,11 +241,8 @@ func startTwoHosts(cfg Config) ([]*worker, error) {
 
 // worker is one long-lived child process.
 type worker struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stdout *bufio.Reader
-	stderr *syncbuf.Buffer
-	url    *url.URL
+	proc *childproc.Proc
+	url  *url.URL
 }
 
 // startWorkers re-executes the binary n times as HTTP workers, at most
@@ -275,57 +270,32 @@ func startWorkers(cfg Config, n int) ([]*worker, error) {
 }
 
 func startWorker(cfg Config) (*worker, error) {
-	cmd := exec.Command(cfg.Exe)
-	cmd.Env = append(os.Environ(), cfg.App.env(roleServer)...)
-	w := &worker{cmd: cmd, stderr: &syncbuf.Buffer{Tee: cfg.Stderr, Limit: 64 << 10}}
-	cmd.Stderr = w.stderr
-	stdin, err := cmd.StdinPipe()
+	p, err := childproc.StartExe("worker", cfg.Exe, cfg.Stderr, cfg.App.env(roleServer)...)
 	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("harness: start worker %s: %w", cfg.Exe, err)
 	}
-	w.stdin, w.stdout = stdin, bufio.NewReader(stdout)
-	rest, err := readLine(w.stdout, readyPrefix, 10*time.Second)
+	rest, err := p.Expect(readyPrefix)
 	if err != nil {
-		stdin.Close()
-		werr := cmd.Wait()
-		return nil, fmt.Errorf("harness: worker pid %d did not start: %w (exit: %v; stderr: %s)",
-			cmd.Process.Pid, err, werr, strings.TrimSpace(w.stderr.String()))
+		p.Kill()
+		return nil, fmt.Errorf("harness: worker pid %d did not start: %w", p.Cmd.Process.Pid, err)
 	}
 	var addr string
 	var pid int
 	if _, err := fmt.Sscanf(rest, "addr=%s pid=%d", &addr, &pid); err != nil {
-		stdin.Close()
-		cmd.Wait()
+		p.Kill()
 		return nil, fmt.Errorf("harness: worker's ready line %q: %w", rest, err)
 	}
-	w.url = &url.URL{Scheme: "http", Host: addr}
-	return w, nil
+	return &worker{proc: p, url: &url.URL{Scheme: "http", Host: addr}}, nil
 }
 
 // stop closes the worker's stdin, which tells it to finish, reads its
 // result line and waits for it to exit. It returns how many requests the
 // worker says it served.
 func (w *worker) stop() (int64, error) {
-	w.stdin.Close()
-	rest, lineErr := readLine(w.stdout, resultPrefix, 10*time.Second)
-	if lineErr != nil {
-		w.cmd.Process.Kill()
-	}
-	waitErr := w.cmd.Wait()
-	pid := w.cmd.Process.Pid
-	switch {
-	case lineErr != nil:
-		return 0, fmt.Errorf("harness: worker pid %d gave no result: %w (exit: %v; stderr: %s)",
-			pid, lineErr, waitErr, strings.TrimSpace(w.stderr.String()))
-	case waitErr != nil:
-		return 0, fmt.Errorf("harness: worker pid %d: %w (stderr: %s)", pid, waitErr, strings.TrimSpace(w.stderr.String()))
+	pid := w.proc.Cmd.Process.Pid
+	rest, err := w.proc.Finish(resultPrefix)
+	if err != nil {
+		return 0, fmt.Errorf("harness: worker pid %d gave no result: %w", pid, err)
 	}
 	var p int
 	var served, allowed, throttled int64

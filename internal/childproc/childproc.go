@@ -40,10 +40,17 @@ func Start(name string, env ...string) (*Proc, error) {
 	if err != nil {
 		return nil, err
 	}
+	return StartExe(name, exe, nil, env...)
+}
+
+// StartExe is Start for another binary, whose stderr is also copied to
+// stderrTee if it is not nil.
+func StartExe(name, exe string, stderrTee io.Writer, env ...string) (*Proc, error) {
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), env...)
-	p := &Proc{Cmd: cmd, name: name, lines: make(chan string, 64), stderr: &syncbuf.Buffer{Limit: 64 << 10}, done: make(chan struct{})}
+	p := &Proc{Cmd: cmd, name: name, lines: make(chan string, 64), stderr: &syncbuf.Buffer{Tee: stderrTee, Limit: 64 << 10}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
+	var err error
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
 		return nil, err
 	}
@@ -119,6 +126,20 @@ func (p *Proc) Send(line string) error {
 		return fmt.Errorf("childproc: send to %s: %w", p.name, err)
 	}
 	return nil
+}
+
+// Finish closes the child's stdin — its signal to finish — and returns
+// what follows prefix on its last report line, after it exited 0. A child
+// that prints no such line is killed; one that exits non-zero is an error
+// quoting its stderr.
+func (p *Proc) Finish(prefix string) (string, error) {
+	p.stdin.Close()
+	rest, err := p.Expect(prefix)
+	if err != nil {
+		p.Kill()
+		return "", err
+	}
+	return rest, p.Close()
 }
 
 // Close closes the child's stdin, waits for it to exit and returns its exit
