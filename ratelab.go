@@ -1,6 +1,8 @@
 package ratelab
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,6 +35,15 @@ type Hit struct {
 	// then a weighted count, and the Limiter asks Sliding when a throttled
 	// client may retry.
 	Sliding *SlidingState
+}
+
+// KeyDigest is how every persistent store names a key: the hex SHA-256 of
+// the key. Whatever a key holds — an address, a user name, "../" — its
+// digest is 64 safe characters, so it can be a file name or a Redis key
+// without escaping, and the store never shows who was counted.
+func KeyDigest(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
 }
 
 // ErrUnavailable is wrapped by the errors of a store that cannot record a

@@ -253,3 +253,9 @@ func TestMiddlewareFailOpenLetsThrough(t *testing.T) {
 	assert.Equal(t, http.StatusOK, rec.Code)
 	assert.Equal(t, `"default";r=29;t=3600`, rec.Header().Get("RateLimit"))
 }
+
+func TestKeyDigest(t *testing.T) {
+	// sha256("demo-start:ip:203.0.113.7"), as PHP's hash('sha256', $key) gives it.
+	assert.Equal(t, "fa404fc5fdf396553b0d7703ad73ccb8c5ee2ca7e6ba94f5399c5d635e85a1e8", ratelab.KeyDigest("demo-start:ip:203.0.113.7"))
+	assert.Len(t, ratelab.KeyDigest("../../etc/passwd"), 64)
+}

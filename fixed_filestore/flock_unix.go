@@ -62,15 +62,12 @@ func (s *Store) openLocked(path string) (int, error) {
 		}
 		return -1, fmt.Errorf("lock %s: %w", path, err)
 	}
-	var held, cur syscall.Stat_t
-	if err := syscall.Fstat(fd, &held); err != nil {
+	held, err := fstatRegular(fd, path)
+	if err != nil {
 		unlockClose(fd)
-		return -1, &fs.PathError{Op: "fstat", Path: path, Err: err}
+		return -1, err
 	}
-	if held.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		unlockClose(fd)
-		return -1, fmt.Errorf("%s is not a regular file", path)
-	}
+	var cur syscall.Stat_t
 	if err := syscall.Lstat(path, &cur); err != nil || cur.Dev != held.Dev || cur.Ino != held.Ino {
 		unlockClose(fd)
 		return -1, errReplaced
@@ -84,8 +81,14 @@ func (s *Store) openLocked(path string) (int, error) {
 // openState opens path read-write, creating it 0600 if absent, never
 // truncating it and never following a symlink: the original's "c+" mode.
 func openState(path string) (int, error) {
+	return openNoFollow(path, syscall.O_RDWR|syscall.O_CREAT, 0o600)
+}
+
+// openNoFollow opens path with flags plus O_NOFOLLOW and O_CLOEXEC,
+// retrying when interrupted, and says so plainly when path is a symlink.
+func openNoFollow(path string, flags int, perm uint32) (int, error) {
 	for {
-		fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CREAT|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+		fd, err := syscall.Open(path, flags|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, perm)
 		switch {
 		case err == nil:
 			return fd, nil
@@ -245,6 +248,19 @@ func lockWithinMode(fd, mode int, wait time.Duration) error {
 	}
 }
 
+// fstatRegular stats fd and refuses anything but a regular file (a FIFO
+// would block the read; a device is not ours to write).
+func fstatRegular(fd int, path string) (syscall.Stat_t, error) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return st, &fs.PathError{Op: "fstat", Path: path, Err: err}
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return st, fmt.Errorf("%s is not a regular file", path)
+	}
+	return st, nil
+}
+
 // tryLock takes an exclusive flock(2) on fd without waiting; it reports
 // false if another open file holds a lock.
 func tryLock(fd int) (bool, error) {
@@ -270,24 +286,17 @@ func unlockClose(fd int) {
 // readShared reads the state file at path under a shared lock, so that it
 // never sees a write half done, waiting at most wait for the lock.
 func readShared(path string, wait time.Duration) ([]byte, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-	if errors.Is(err, syscall.ELOOP) {
-		return nil, fmt.Errorf("%s is a symlink: refusing to follow it", path)
-	}
+	fd, err := openNoFollow(path, syscall.O_RDONLY, 0)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		return nil, err
 	}
 	defer syscall.Close(fd)
 	if err := lockWithinMode(fd, syscall.LOCK_SH, wait); err != nil {
 		return nil, err
 	}
 	defer unlock(fd)
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
-		return nil, &fs.PathError{Op: "fstat", Path: path, Err: err}
-	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return nil, fmt.Errorf("%s is not a regular file", path)
+	if _, err := fstatRegular(fd, path); err != nil {
+		return nil, err
 	}
 	buf := make([]byte, maxStateSize+1)
 	n, err := pread(fd, buf)

@@ -2,8 +2,7 @@ package fixedfilestore
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -106,7 +105,7 @@ func New(base string, opts Options) (*Store, error) {
 	s := &Store{
 		dir:      filepath.Join(base, DirName),
 		policy:   opts.FailPolicy,
-		lockWait: cmp(opts.LockWait, DefaultLockWait),
+		lockWait: cmp.Or(opts.LockWait, DefaultLockWait),
 		log:      opts.Logger,
 		now:      opts.Clock,
 		algo:     opts.Algorithm,
@@ -124,13 +123,6 @@ func New(base string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-func cmp(d, fallback time.Duration) time.Duration {
-	if d == 0 {
-		return fallback
-	}
-	return d
 }
 
 // checkDir reports an error unless path is a real directory.
@@ -153,8 +145,8 @@ func checkDir(path string) error {
 func (s *Store) Dir() string { return s.dir }
 
 // !+path
-// Path returns the state file of key: the hex SHA-256 of the key, so any
-// key gives a safe, fixed-length name.
+// Path returns the state file of key, named by the key's digest
+// (ratelab.KeyDigest), so any key gives a safe, fixed-length name.
 func (s *Store) Path(key string) string {
 	if s.algo == ratelab.SlidingCounter {
 		return s.dir + string(filepath.Separator) + SlidingFileName(key)
@@ -163,18 +155,12 @@ func (s *Store) Path(key string) string {
 }
 
 // FileName returns the name of key's state file inside the state directory.
-func FileName(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:]) + ".json"
-}
+func FileName(key string) string { return ratelab.KeyDigest(key) + ".json" }
 
 // !-path
 
 // SlidingFileName returns the name of key's sliding-window-counter state.
-func SlidingFileName(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:]) + ".sliding.json"
-}
+func SlidingFileName(key string) string { return ratelab.KeyDigest(key) + ".sliding.json" }
 
 // Hit records one hit for key now; it is HitAt(key, window, clock()).
 func (s *Store) Hit(key string, window time.Duration) (ratelab.Hit, error) {
@@ -219,19 +205,20 @@ var errReplaced = errors.New("fixedfilestore: locked file is no longer at its pa
 // state and clamped windows are logged here, so the platform code only
 // moves bytes.
 func (s *Store) next(dst, old []byte, path string, now time.Time, window time.Duration) (ratelab.Hit, []byte) {
+	corrupt := func(err error) {
+		s.log.Warn("fixedfilestore: corrupt state replaced by a fresh window", "path", path, "err", err, "content", quote(old))
+	}
 	if s.algo == ratelab.SlidingCounter {
 		prev, err := DecodeSliding(old)
 		if err != nil {
-			s.log.Warn("fixedfilestore: corrupt state replaced by a fresh window", "path", path, "err", err, "content", quote(old))
-			prev = ratelab.SlidingState{}
+			corrupt(err)
 		}
 		st := prev.Next(now, window)
 		return st.Hit(now, window), EncodeSliding(dst, st)
 	}
 	prev, err := Decode(old)
 	if err != nil {
-		s.log.Warn("fixedfilestore: corrupt state replaced by a fresh window", "path", path, "err", err, "content", quote(old))
-		prev = ratelab.State{}
+		corrupt(err)
 	}
 	st, clamped := prev.Next(now, window)
 	if clamped {
@@ -266,22 +253,12 @@ func Decode(b []byte) (ratelab.State, error) {
 }
 
 func decodeJSON(b []byte) (ratelab.State, error) {
-	if len(b) == 0 {
-		return ratelab.State{}, nil
-	}
-	if len(b) > maxStateSize {
-		return ratelab.State{}, fmt.Errorf("fixedfilestore: state is larger than %d bytes", maxStateSize)
-	}
 	var raw struct {
 		Count   *int64 `json:"count"`
 		ResetAt *int64 `json:"reset_at"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&raw); err != nil {
-		return ratelab.State{}, fmt.Errorf("fixedfilestore: state is not valid JSON: %w", err)
-	}
-	if dec.More() {
-		return ratelab.State{}, errors.New("fixedfilestore: state has data after its JSON object")
+	if err := decodeObject(b, &raw); err != nil {
+		return ratelab.State{}, err
 	}
 	switch {
 	case raw.Count == nil || raw.ResetAt == nil:
@@ -292,6 +269,22 @@ func decodeJSON(b []byte) (ratelab.State, error) {
 		return ratelab.State{}, fmt.Errorf("fixedfilestore: state reset_at %d is not a Unix time", *raw.ResetAt)
 	}
 	return ratelab.State{Count: *raw.Count, ResetAt: *raw.ResetAt}, nil
+}
+
+// decodeObject decodes exactly one JSON object of at most maxStateSize
+// bytes into v, saying what is wrong otherwise.
+func decodeObject(b []byte, v any) error {
+	if len(b) > maxStateSize {
+		return fmt.Errorf("fixedfilestore: state is larger than %d bytes", maxStateSize)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("fixedfilestore: state is not valid JSON: %w", err)
+	}
+	if dec.More() {
+		return errors.New("fixedfilestore: state has data after its JSON object")
+	}
+	return nil
 }
 
 // decodeCanonical reads exactly what Encode (and PHP's json_encode)
@@ -348,20 +341,13 @@ func DecodeSliding(b []byte) (ratelab.SlidingState, error) {
 	if len(b) == 0 {
 		return ratelab.SlidingState{}, nil
 	}
-	if len(b) > maxStateSize {
-		return ratelab.SlidingState{}, fmt.Errorf("fixedfilestore: state is larger than %d bytes", maxStateSize)
-	}
 	var raw struct {
 		WindowStart *int64 `json:"window_start"`
 		Count       *int64 `json:"count"`
 		PrevCount   *int64 `json:"prev_count"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&raw); err != nil {
-		return ratelab.SlidingState{}, fmt.Errorf("fixedfilestore: state is not valid JSON: %w", err)
-	}
-	if dec.More() {
-		return ratelab.SlidingState{}, errors.New("fixedfilestore: state has data after its JSON object")
+	if err := decodeObject(b, &raw); err != nil {
+		return ratelab.SlidingState{}, err
 	}
 	switch {
 	case raw.WindowStart == nil || raw.Count == nil || raw.PrevCount == nil:

@@ -16,9 +16,8 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -67,9 +66,7 @@ func NewClient(url string, timeout time.Duration) (*redis.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: %w", err)
 	}
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
+	timeout = cmp.Or(max(timeout, 0), DefaultTimeout)
 	opts.ContextTimeoutEnabled = true
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = timeout, timeout, timeout
 	opts.MaxRetries = -1
@@ -97,16 +94,10 @@ func New(client redis.Cmdable, opts Options) (*Store, error) {
 	if _, err := ratelab.ParseAlgorithm(string(opts.Algorithm)); err != nil {
 		return nil, fmt.Errorf("redisstore: %w", err)
 	}
-	s := &Store{rdb: client, policy: opts.FailPolicy, timeout: opts.Timeout, log: opts.Logger,
-		algo: opts.Algorithm, prefix: opts.Prefix, now: opts.Clock}
-	if s.timeout == 0 {
-		s.timeout = DefaultTimeout
-	}
+	s := &Store{rdb: client, policy: opts.FailPolicy, timeout: cmp.Or(opts.Timeout, DefaultTimeout), log: opts.Logger,
+		algo: opts.Algorithm, prefix: cmp.Or(opts.Prefix, "ratelab:"), now: opts.Clock}
 	if s.log == nil {
 		s.log = slog.Default()
-	}
-	if s.prefix == "" {
-		s.prefix = "ratelab:"
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -116,12 +107,11 @@ func New(client redis.Cmdable, opts Options) (*Store, error) {
 
 // Key returns the Redis key holding key's window.
 func (s *Store) Key(key string) string {
-	sum := sha256.Sum256([]byte(key))
 	kind := "fixed:"
 	if s.algo == ratelab.SlidingCounter {
 		kind = "sliding:"
 	}
-	return s.prefix + kind + hex.EncodeToString(sum[:])
+	return s.prefix + kind + ratelab.KeyDigest(key)
 }
 
 // !+fixedscript
