@@ -231,3 +231,14 @@ func TestTwoHostsAndRedis(t *testing.T) {
 		}
 	}
 }
+
+// The workers' own result lines are checked against what the client saw.
+func TestWorkersTallyMustMatchTheClient(t *testing.T) {
+	row, err := harness.Run(context.Background(), harness.Scenario{Model: harness.Pool, App: app(t, "memory"), Workers: 2,
+		Workload: harness.Workload{Requests: 5, Concurrency: 1}})
+	require.NoError(t, err)
+	require.Empty(t, row.Problems)
+	row.OK-- // as if the client had miscounted one 200
+	row.Throttled++
+	assert.Contains(t, strings.Join(harness.Recheck(row).Problems, "; "), "workers report 5 allowed and 0 throttled, the client saw 4 and 1")
+}

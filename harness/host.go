@@ -77,6 +77,7 @@ type Host struct {
 	srv     *http.Server
 	workers []*worker
 	served  atomic.Int64 // requests the front passed to a pool worker
+	tally   Tally        // what the workers reported, after Close
 	proxyTr *http.Transport
 	cgiErrs *syncbuf.Buffer
 }
@@ -178,13 +179,21 @@ func (h *Host) Close() error {
 		// workers' graceful shutdown.
 		h.proxyTr.CloseIdleConnections()
 	}
-	served, werr := h.stopWorkers()
+	tally, werr := h.stopWorkers()
+	h.tally = tally
 	err = errors.Join(err, werr)
-	if h.workers != nil && werr == nil && served != h.served.Load() {
-		err = errors.Join(err, fmt.Errorf("harness: workers report %d requests served, the front passed %d", served, h.served.Load()))
+	if h.workers != nil && werr == nil && tally.Served != h.served.Load() {
+		err = errors.Join(err, fmt.Errorf("harness: workers report %d requests served, the front passed %d", tally.Served, h.served.Load()))
 	}
 	return err
 }
+
+// Tally is what long-lived workers report in their result lines.
+type Tally struct{ Served, Allowed, Throttled int64 }
+
+// Tally returns the workers' result lines summed, once Close has returned;
+// it is zero for the cgi model, whose children answer through CGI.
+func (h *Host) Tally() Tally { return h.tally }
 
 // Pids returns the process ids of the long-lived workers.
 func (h *Host) Pids() []int {
@@ -195,19 +204,19 @@ func (h *Host) Pids() []int {
 	return pids
 }
 
-func (h *Host) stopWorkers() (served int64, err error) {
+func (h *Host) stopWorkers() (sum Tally, err error) {
 	var mu sync.Mutex
 	var g errgroup.Group
 	for _, w := range h.workers {
 		g.Go(func() error {
-			n, err := w.stop()
+			t, err := w.stop()
 			mu.Lock()
-			served += n
+			sum.Served, sum.Allowed, sum.Throttled = sum.Served+t.Served, sum.Allowed+t.Allowed, sum.Throttled+t.Throttled
 			mu.Unlock()
 			return err
 		})
 	}
-	return served, g.Wait()
+	return sum, g.Wait()
 }
 
 // startTwoHosts starts cfg.Workers workers for each of two hosts, each
@@ -289,18 +298,18 @@ func startWorker(cfg Config) (*worker, error) {
 }
 
 // stop closes the worker's stdin, which tells it to finish, reads its
-// result line and waits for it to exit. It returns how many requests the
-// worker says it served.
-func (w *worker) stop() (int64, error) {
+// result line and waits for it to exit. It returns what the worker says it
+// served, allowed and throttled.
+func (w *worker) stop() (Tally, error) {
 	pid := w.proc.Cmd.Process.Pid
 	rest, err := w.proc.Finish(resultPrefix)
 	if err != nil {
-		return 0, fmt.Errorf("harness: worker pid %d gave no result: %w", pid, err)
+		return Tally{}, fmt.Errorf("harness: worker pid %d gave no result: %w", pid, err)
 	}
 	var p int
-	var served, allowed, throttled int64
-	if _, err := fmt.Sscanf(rest, "pid=%d served=%d allowed=%d throttled=%d", &p, &served, &allowed, &throttled); err != nil {
-		return 0, fmt.Errorf("harness: worker pid %d result line %q: %w", pid, rest, err)
+	var t Tally
+	if _, err := fmt.Sscanf(rest, "pid=%d served=%d allowed=%d throttled=%d", &p, &t.Served, &t.Allowed, &t.Throttled); err != nil {
+		return Tally{}, fmt.Errorf("harness: worker pid %d result line %q: %w", pid, rest, err)
 	}
-	return served, nil
+	return t, nil
 }

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -33,6 +34,7 @@ type Row struct {
 	Why           string // the model's explanation of WantOK
 	Problems      []string
 	responses     []Response
+	tally         Tally // the workers' own counts; zero under cgi
 }
 
 // Pass reports whether the row saw what the model predicts.
@@ -84,9 +86,10 @@ func Run(ctx context.Context, s Scenario) (Row, error) {
 	start := time.Now()
 	resps, sendErr := Send(ctx, h.URL, s.Workload)
 	row.Wall = time.Since(start)
-	if err := h.Close(); err != nil || sendErr != nil {
-		return row, fmt.Errorf("%s/%s: %w", s.Model, s.App.Store, errorsJoin(sendErr, err))
+	if err := errors.Join(sendErr, h.Close()); err != nil {
+		return row, fmt.Errorf("%s/%s: %w", s.Model, s.App.Store, err)
 	}
+	row.tally = h.Tally()
 
 	pids := map[int]bool{}
 	for i, r := range resps {
@@ -138,6 +141,12 @@ func (r *Row) check(resps []Response) {
 			r.Problems = append(r.Problems, fmt.Sprintf("Retry-After %ds, expected %d−%ds", r.RetryAfter, window-slack, window))
 		}
 	}
+	if r.Model != CGI && (r.tally.Allowed != int64(r.OK) || r.tally.Throttled != int64(r.Throttled)) {
+		// Each worker counts what it answered; together they must agree
+		// with what the client saw.
+		r.Problems = append(r.Problems, fmt.Sprintf("workers report %d allowed and %d throttled, the client saw %d and %d",
+			r.tally.Allowed, r.tally.Throttled, r.OK, r.Throttled))
+	}
 	want := map[Model]int{Single: 1, Pool: r.Workers, CGI: r.Workload.Requests, TwoHosts: 2 * r.Workers}[r.Model]
 	if r.Processes != want {
 		r.Problems = append(r.Problems, fmt.Sprintf("%d processes answered, expected %d", r.Processes, want))
@@ -149,16 +158,6 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-func errorsJoin(errs ...error) error {
-	var parts []string
-	for _, e := range errs {
-		if e != nil {
-			parts = append(parts, e.Error())
-		}
-	}
-	return fmt.Errorf("%s", strings.Join(parts, "; "))
 }
 
 // Report is a demo's rows.
@@ -181,46 +180,31 @@ func (r Report) Pass() bool {
 // as a concurrent burst. The file store of each row starts empty, in a
 // directory of its own under dir.
 func Demo(ctx context.Context, store string, app App, workers int, w Workload, dir string, progress io.Writer) (Report, error) {
-	rep := Report{Store: store}
-	modes := []Workload{{Requests: w.Requests, Concurrency: 1}, w}
-	if !w.Burst() {
-		modes = modes[:1]
+	var rows []modelStore
+	for _, m := range Models() {
+		rows = append(rows, modelStore{m, store})
 	}
-	for _, mode := range modes {
-		for _, m := range Models() {
-			a := app
-			a.Store = store
-			if store == "file" {
-				d, err := os.MkdirTemp(dir, string(m)+"-")
-				if err != nil {
-					return rep, err
-				}
-				a.Dir = d
-			}
-			s := Scenario{Model: m, App: a, Workers: workers, Workload: mode}
-			if progress != nil {
-				fmt.Fprintf(progress, "running %s / %s / %s …\n", m, store, modeName(mode))
-			}
-			row, err := Run(ctx, s)
-			if err != nil {
-				return rep, err
-			}
-			rep.Rows = append(rep.Rows, row)
-		}
-	}
-	return rep, nil
+	return runRows(ctx, Report{Store: store}, rows, app, workers, w, dir, nil, progress)
 }
 
 // RedisDemo runs the two-hosts model with the file store and with Redis,
 // and Redis under the other models, one by one and as a burst. reset runs
 // before every row so that each starts with an empty Redis.
 func RedisDemo(ctx context.Context, app App, workers int, w Workload, dir, redisURL string, reset func() error, progress io.Writer) (Report, error) {
-	rep := Report{Store: "file, redis"}
-	type row struct {
-		model Model
-		store string
-	}
-	rows := []row{{TwoHosts, "file"}, {TwoHosts, "redis"}, {Single, "redis"}, {Pool, "redis"}, {CGI, "redis"}}
+	app.RedisURL = redisURL
+	rows := []modelStore{{TwoHosts, "file"}, {TwoHosts, "redis"}, {Single, "redis"}, {Pool, "redis"}, {CGI, "redis"}}
+	return runRows(ctx, Report{Store: "file, redis"}, rows, app, workers, w, dir, reset, progress)
+}
+
+type modelStore struct {
+	model Model
+	store string
+}
+
+// runRows runs each row one request at a time, then each as a burst if the
+// workload has one, each on a fresh host with fresh state: a new directory
+// under dir for the file store, and reset (if not nil) before every row.
+func runRows(ctx context.Context, rep Report, rows []modelStore, app App, workers int, w Workload, dir string, reset func() error, progress io.Writer) (Report, error) {
 	modes := []Workload{{Requests: w.Requests, Concurrency: 1}, w}
 	if !w.Burst() {
 		modes = modes[:1]
@@ -228,7 +212,7 @@ func RedisDemo(ctx context.Context, app App, workers int, w Workload, dir, redis
 	for _, mode := range modes {
 		for _, r := range rows {
 			a := app
-			a.Store, a.RedisURL = r.store, redisURL
+			a.Store = r.store
 			if r.store == "file" {
 				d, err := os.MkdirTemp(dir, string(r.model)+"-")
 				if err != nil {
@@ -236,17 +220,19 @@ func RedisDemo(ctx context.Context, app App, workers int, w Workload, dir, redis
 				}
 				a.Dir = d
 			}
-			if err := reset(); err != nil {
-				return rep, err
+			if reset != nil {
+				if err := reset(); err != nil {
+					return rep, err
+				}
 			}
 			if progress != nil {
 				fmt.Fprintf(progress, "running %s / %s / %s …\n", r.model, r.store, modeName(mode))
 			}
-			res, err := Run(ctx, Scenario{Model: r.model, App: a, Workers: workers, Workload: mode})
+			row, err := Run(ctx, Scenario{Model: r.model, App: a, Workers: workers, Workload: mode})
 			if err != nil {
 				return rep, err
 			}
-			rep.Rows = append(rep.Rows, res)
+			rep.Rows = append(rep.Rows, row)
 		}
 	}
 	return rep, nil
