@@ -45,6 +45,28 @@ func closeAll(ps ...*childproc.Proc) error {
 	return errors.Join(errs...)
 }
 
+// holdersWithC starts C, which tries the lock on path once without
+// waiting, while one process already holds "the" lock: it returns 2 if C
+// got a lock too, 1 if C found it busy.
+func holdersWithC(path string) (int, error) {
+	c, err := child("C", roleLockTry, path)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Kill()
+	says, err := c.Expect("")
+	if err != nil {
+		return 0, err
+	}
+	if err := c.Close(); err != nil {
+		return 0, err
+	}
+	if says == "locked" {
+		return 2, nil
+	}
+	return 1, nil
+}
+
 // waitsBehindLock checks that b, which announced it is taking the lock
 // that a holds, stays silent — it cannot have read — and then lets a go on.
 func waitsBehindLock(b, a *childproc.Proc) error {
@@ -245,21 +267,12 @@ func UnlinkAfterUnlock(dir string, unlink bool) (Result, error) {
 	if _, err := b.Expect("locked"); err != nil {
 		return Result{}, err
 	}
-	c, err := child("C", roleLockTry, path)
+	holders, err := holdersWithC(path)
 	if err != nil {
 		return Result{}, err
 	}
-	defer c.Kill()
-	cSays, err := c.Expect("")
-	if err != nil {
+	if err := closeAll(a, b); err != nil {
 		return Result{}, err
-	}
-	if err := closeAll(a, b, c); err != nil {
-		return Result{}, err
-	}
-	holders := 1
-	if cSays == "locked" {
-		holders = 2
 	}
 	if unlink {
 		return result("unlink lock file after unlock", "2 holders at once", fmt.Sprintf("%d holders at once", holders)), nil
@@ -293,12 +306,7 @@ func ReplaceByRename(dir string, rename bool) (Result, error) {
 	} else if err := os.WriteFile(path, state, 0o600); err != nil { // in place, as the holder would
 		return Result{}, err
 	}
-	c, err := child("C", roleLockTry, path)
-	if err != nil {
-		return Result{}, err
-	}
-	defer c.Kill()
-	cSays, err := c.Expect("")
+	holders, err := holdersWithC(path)
 	if err != nil {
 		return Result{}, err
 	}
@@ -308,12 +316,8 @@ func ReplaceByRename(dir string, rename bool) (Result, error) {
 	if _, err := a.Expect("released"); err != nil {
 		return Result{}, err
 	}
-	if err := closeAll(a, c); err != nil {
+	if err := closeAll(a); err != nil {
 		return Result{}, err
-	}
-	holders := 1
-	if cSays == "locked" {
-		holders = 2
 	}
 	if rename {
 		return result("replace locked file by rename", "2 holders at once", fmt.Sprintf("%d holders at once", holders)), nil

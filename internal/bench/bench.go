@@ -128,10 +128,47 @@ func throughput(o Options, mode string, procs int) (float64, error) {
 	return s.HitsPerSecond(), nil
 }
 
-// perHit interleaves the four variants in every round, so that each round's
-// ratios compare them under the same conditions, and reports medians.
+// inTurns runs fns in turn, one call each, perRound times per round, and
+// returns each round's mean time per call of every fn: rounds[r][i].
+// Taking turns inside every round is what lets ratios of the results
+// compare the variants under the same conditions on a noisy machine.
+func inTurns(rounds, perRound int, fns ...func() error) ([][]float64, error) {
+	out := make([][]float64, rounds)
+	for r := range out {
+		sums := make([]time.Duration, len(fns))
+		for range perRound {
+			for i, fn := range fns {
+				t := time.Now()
+				if err := fn(); err != nil {
+					return nil, err
+				}
+				sums[i] += time.Since(t)
+			}
+		}
+		out[r] = make([]float64, len(fns))
+		for i, d := range sums {
+			out[r][i] = float64(d) / float64(perRound)
+		}
+	}
+	return out, nil
+}
+
+// medianOf returns the median over rounds of f(round).
+func medianOf(rounds [][]float64, f func(round []float64) float64) float64 {
+	xs := make([]float64, len(rounds))
+	for i, r := range rounds {
+		xs[i] = f(r)
+	}
+	return median(xs)
+}
+
+// benchNow is the instant every measured hit is made at.
+func benchNow() time.Time { return time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC) }
+
+// perHit measures the in-memory store, the file store, the syscall floor
+// and the original's truncate-first write in turns, and reports medians.
 func perHit(o Options) (PerHit, error) {
-	now := time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)
+	now := benchNow()
 	store, err := fixedfilestore.New(o.Dir, fixedfilestore.Options{})
 	if err != nil {
 		return PerHit{}, err
@@ -139,43 +176,29 @@ func perHit(o Options) (PerHit, error) {
 	var mem brokeninmemory.Store
 	floorPath, origPath := filepath.Join(o.Dir, "floor.json"), filepath.Join(o.Dir, "orig.json")
 	state := fixedfilestore.Encode(nil, ratelab.State{Count: 17, ResetAt: now.Unix() + 3600})
-	var mems, stores, floors, origs, ratios, origRatios []float64
-	for range o.Rounds {
-		var dm, ds, df, do time.Duration
-		for range o.PerRound {
-			t := time.Now()
-			if _, err := mem.HitAt("k", time.Hour, now); err != nil {
-				return PerHit{}, err
-			}
-			t1 := time.Now()
-			if _, err := store.HitAt("k", time.Hour, now); err != nil {
-				return PerHit{}, err
-			}
-			t2 := time.Now()
-			if err := floor.SyscallFloor(floorPath, state); err != nil {
-				return PerHit{}, err
-			}
-			t3 := time.Now()
-			if err := floor.TruncateFirst(origPath, state); err != nil {
-				return PerHit{}, err
-			}
-			t4 := time.Now()
-			dm, ds, df, do = dm+t1.Sub(t), ds+t2.Sub(t1), df+t3.Sub(t2), do+t4.Sub(t3)
-		}
-		n := float64(o.PerRound)
-		mems, stores = append(mems, float64(dm)/n), append(stores, float64(ds)/n)
-		floors, origs = append(floors, float64(df)/n), append(origs, float64(do)/n)
-		ratios, origRatios = append(ratios, float64(ds)/float64(df)), append(origRatios, float64(do)/float64(ds))
+	const memory, file, floorIdx, orig = 0, 1, 2, 3
+	rounds, err := inTurns(o.Rounds, o.PerRound,
+		func() error { _, err := mem.HitAt("k", time.Hour, now); return err },
+		func() error { _, err := store.HitAt("k", time.Hour, now); return err },
+		func() error { return floor.SyscallFloor(floorPath, state) },
+		func() error { return floor.TruncateFirst(origPath, state) },
+	)
+	if err != nil {
+		return PerHit{}, err
+	}
+	at := func(i int) time.Duration {
+		return time.Duration(medianOf(rounds, func(r []float64) float64 { return r[i] }))
 	}
 	return PerHit{
-		Memory: time.Duration(median(mems)), Store: time.Duration(median(stores)),
-		Floor: time.Duration(median(floors)), TruncateFirst: time.Duration(median(origs)),
-		StoreOverFloor: median(ratios), TruncFirstOverStore: median(origRatios),
+		Memory: at(memory), Store: at(file), Floor: at(floorIdx), TruncateFirst: at(orig),
+		StoreOverFloor:      medianOf(rounds, func(r []float64) float64 { return r[file] / r[floorIdx] }),
+		TruncFirstOverStore: medianOf(rounds, func(r []float64) float64 { return r[orig] / r[file] }),
 	}, nil
 }
 
 // perHitRedis measures the Redis store against the file store, in turns.
 func perHitRedis(o Options, ph *PerHit) error {
+	now := benchNow()
 	srv, err := redistest.Start()
 	if err != nil {
 		return err
@@ -191,26 +214,16 @@ func perHitRedis(o Options, ph *PerHit) error {
 	if err != nil {
 		return err
 	}
-	now := time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)
-	var rd, fd, ratio []float64
-	for range o.Rounds {
-		var dr, df time.Duration
-		for range o.PerRound {
-			t := time.Now()
-			if _, err := rs.HitAt("k", time.Hour, now); err != nil {
-				return err
-			}
-			t1 := time.Now()
-			if _, err := fs.HitAt("k", time.Hour, now); err != nil {
-				return err
-			}
-			t2 := time.Now()
-			dr, df = dr+t1.Sub(t), df+t2.Sub(t1)
-		}
-		n := float64(o.PerRound)
-		rd, fd, ratio = append(rd, float64(dr)/n), append(fd, float64(df)/n), append(ratio, float64(dr)/float64(df))
+	rounds, err := inTurns(o.Rounds, o.PerRound,
+		func() error { _, err := rs.HitAt("k", time.Hour, now); return err },
+		func() error { _, err := fs.HitAt("k", time.Hour, now); return err },
+	)
+	if err != nil {
+		return err
 	}
-	ph.Redis, ph.RedisStore, ph.RedisOverStore = time.Duration(median(rd)), time.Duration(median(fd)), median(ratio)
+	ph.Redis = time.Duration(medianOf(rounds, func(r []float64) float64 { return r[0] }))
+	ph.RedisStore = time.Duration(medianOf(rounds, func(r []float64) float64 { return r[1] }))
+	ph.RedisOverStore = medianOf(rounds, func(r []float64) float64 { return r[0] / r[1] })
 	return nil
 }
 

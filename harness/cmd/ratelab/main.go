@@ -194,9 +194,10 @@ func (f *flags) now() (time.Time, error) {
 	return t, nil
 }
 
-// parseForStore parses args, then reads -at and opens the file store at
-// -dir, for the commands that only look at state.
+// parseForStore defines -window, -dir and -at, parses args, then reads -at
+// and opens the file store at -dir: the commands that only look at state.
 func (f *flags) parseForStore(args []string) (time.Time, *fixedfilestore.Store, error) {
+	f.common(false, true, false, true, true)
 	if err := f.parse(args); err != nil {
 		return time.Time{}, nil, err
 	}
@@ -389,7 +390,6 @@ func cmdHit(args []string, stdout, stderr io.Writer) (int, error) {
 
 func cmdInspect(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("inspect", stdout)
-	f.common(false, true, false, true, true)
 	now, store, err := f.parseForStore(args)
 	if err != nil {
 		return 0, err
@@ -421,7 +421,6 @@ func cmdInspect(args []string, stdout, stderr io.Writer) (int, error) {
 
 func cmdSweep(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("sweep", stdout)
-	f.common(false, true, false, true, true)
 	now, store, err := f.parseForStore(args)
 	if err != nil {
 		return 0, err
