@@ -65,6 +65,23 @@ func TestFigures(t *testing.T) {
 	fixed := rep.Rows[0]
 	assert.Equal(t, []int{1, 29, 30}, fixed.EdgeAccepts, "accepted at t0, one second before the reset, at the reset")
 	assert.Equal(t, 59, fixed.EdgeInSecond, "59 within one second")
+	counter := rep.Rows[2]
+	assert.Equal(t, 1, counter.WronglyAllowed, "sliding counter against the exact count, random traffic")
+	assert.Equal(t, 15, counter.Refused, "sliding counter against the exact count, random traffic")
+}
+
+// The counter counts refused requests too, so hammering buys nothing: a
+// client that keeps sending one request a second after its first 30 gets
+// nothing more through for hours, where the exact log gives it 30 an hour.
+func TestCounterMakesHammeringSelfDefeating(t *testing.T) {
+	var reqs []time.Time
+	for s := time.Duration(0); s < 3*time.Hour; s += time.Second {
+		reqs = append(reqs, at(s))
+	}
+	counted := windowboundary.Run(&windowboundary.Counter{Limit: 30, Window: w}, reqs)
+	assert.Len(t, counted, 30, "sliding counter")
+	logged := windowboundary.Run(&windowboundary.SlidingLog{Limit: 30, Window: w}, reqs)
+	assert.Len(t, logged, 90, "sliding log: 30 in each of the three hours")
 }
 
 func TestAlgorithmsTakeTimeAsAParameter(t *testing.T) {
