@@ -90,7 +90,7 @@ FUZZTIME ?= 10s
 
 ## fuzz: each fuzz target for FUZZTIME (the seed corpus also runs in make test)
 fuzz:
-	@for t in FuzzDecode FuzzDecodeSliding FuzzKeyPath; do \
-		echo "== fuzzing $$t for $(FUZZTIME) …"; \
-		$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./fixed_filestore || exit 1; \
+	@for t in ./algorithm:FuzzDecode ./algorithm:FuzzTake ./fixed_filestore:FuzzKeyPath; do \
+		echo "== fuzzing $${t#*:} for $(FUZZTIME) …"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) $${t%%:*} || exit 1; \
 	done

@@ -1,25 +1,36 @@
 // Package ratelab is the contract every store in this repository shares,
 // and the consumer that turns a store's answer into an HTTP decision.
 //
-// The contract mirrors the PHP original the repository is built around:
+// The PHP original the repository is built around has one rule and one
+// call:
 //
-//	hit(key, windowSeconds) -> {count, reset_at}
+//	hit(key, windowSeconds) -> {count, reset_at}     // allowed while count <= 30
 //
-// becomes [Store.HitAt], which records one hit for key in a fixed window and
-// returns the window's [Hit]: how many hits it holds now and when it ends.
-// The rule that advances a window lives in [State.Next], so every store —
-// the in-memory one in broken_inmemory, the file-backed one in
-// fixed_filestore — applies the same logic and differs only in where the
-// state lives. That difference is the whole lesson: state kept in process
-// memory is invisible to every other process.
+// Here the rule is a value, [Rule] — a name, a limit, a window, an
+// [Algorithm] and, for GCRA, a burst — and the store receives it, with a
+// context, and returns the decision: [Store.TakeAt](ctx, rule, key, now)
+// gives a [Decision] {Allowed, Remaining, RetryAfter, ResetAfter,
+// NotCounted}, as go-redis/redis_rate's Allow does. Because the store owns
+// the whole step, every algorithm is a real store: the original's fixed
+// window, the sliding-window counter, the exact sliding log and GCRA, each
+// one pure step (package algorithm) that the in-memory store runs under a
+// mutex, the file store under flock(2) and the Redis store as one script.
+// That the in-memory store is the one that fails is the whole lesson:
+// state kept in process memory is invisible to every other process.
 //
-// [Limiter] consumes a Store: a request is allowed while the window's count
-// is at most the limit, so with a limit of 30 the 31st hit is the first one
-// throttled, and a throttled client is told to retry after
-// max(0, reset_at − now) whole seconds. [Middleware] puts a Limiter in front
-// of an http.Handler: it answers 429 Too Many Requests with Retry-After and
-// the IETF draft RateLimit-Policy and RateLimit fields, and 503 Service
-// Unavailable when a fail-closed store cannot decide.
+// A rule's name is part of the state's key (Name + ":" + key), so two rules
+// on one key never touch each other's state, and the original's key
+// "demo-start:ip:203.0.113.7" is rule "demo-start" counting
+// "ip:203.0.113.7": its fixed window stays where and what PHP writes. Time
+// never runs backwards inside a state: a hit stamped earlier than the
+// state it lands in counts in that state, never resetting it.
+//
+// [Limiter] consumes a Store with one rule or several (a compound limiter:
+// every rule counts every hit, the strictest decision wins). [Middleware]
+// puts a Limiter in front of an http.Handler, passes the request's context
+// down, and answers 429 Too Many Requests with Retry-After and the IETF
+// draft RateLimit-Policy and RateLimit fields, and 503 Service Unavailable
+// when a fail-closed store cannot decide.
 //
 // Time is always a parameter. Every method that depends on the clock has an
 // …At twin taking a time.Time, in the style of golang.org/x/time/rate, so

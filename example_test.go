@@ -1,6 +1,7 @@
 package ratelab_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,28 +11,53 @@ import (
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 )
 
-// The limiter allows 30 hits per window; the 31st is throttled and told
+// The limiter allows 30 hits per window; the 31st is refused and told
 // when to retry.
 func ExampleLimiter_AllowAt() {
-	limiter, err := ratelab.NewLimiter(new(brokeninmemory.Store), 30, time.Hour)
+	rule := ratelab.Rule{Name: "demo-start", Limit: 30, Window: time.Hour}
+	limiter, err := ratelab.NewLimiter(new(brokeninmemory.Store), rule)
 	if err != nil {
 		panic(err)
 	}
 	start := time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)
 	var d ratelab.Decision
 	for i := range 31 {
-		d, _ = limiter.AllowAt("demo-start:ip:203.0.113.7", start.Add(time.Duration(i)*time.Minute))
+		d, _ = limiter.AllowAt(context.Background(), "ip:203.0.113.7", start.Add(time.Duration(i)*time.Minute))
 	}
-	fmt.Println("allowed:", d.Allowed, "count:", d.Count, "retry after:", d.ResetIn)
+	fmt.Println("allowed:", d.Allowed, "remaining:", d.Remaining, "retry after:", d.RetryAfter)
 	// Output:
-	// allowed: false count: 31 retry after: 30m0s
+	// allowed: false remaining: 0 retry after: 30m0s
+}
+
+// Two rules on one key — 3 a minute and 5 an hour — make a compound
+// limiter: every rule counts every hit, the strictest decides.
+func ExampleNewLimiter_compound() {
+	limiter, err := ratelab.NewLimiter(new(brokeninmemory.Store),
+		ratelab.Rule{Name: "per-minute", Limit: 3, Window: time.Minute, Algorithm: ratelab.SlidingLog},
+		ratelab.Rule{Name: "per-hour", Limit: 5, Window: time.Hour})
+	if err != nil {
+		panic(err)
+	}
+	start := time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)
+	for _, at := range []time.Duration{0, 1, 2, 3, 61, 62, 63} {
+		d, _ := limiter.AllowAt(context.Background(), "user:alice", start.Add(at*time.Second))
+		fmt.Printf("+%2ds allowed=%-5v by %s\n", at, d.Allowed, d.Rule.Name)
+	}
+	// Output:
+	// + 0s allowed=true  by per-minute
+	// + 1s allowed=true  by per-minute
+	// + 2s allowed=true  by per-minute
+	// + 3s allowed=false by per-minute
+	// +61s allowed=true  by per-hour
+	// +62s allowed=false by per-hour
+	// +63s allowed=false by per-hour
 }
 
 // The middleware answers 429 with Retry-After and the IETF fields.
 func ExampleMiddleware() {
-	limiter, _ := ratelab.NewLimiter(new(brokeninmemory.Store), 1, time.Hour)
+	limiter, _ := ratelab.NewLimiter(new(brokeninmemory.Store), ratelab.Rule{Name: "demo-start", Limit: 1, Window: time.Hour})
 	now := func() time.Time { return time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC) }
-	mw := &ratelab.Middleware{Limiter: limiter, Key: ratelab.RemoteAddrKey("demo-start:ip:"), Now: now}
+	mw := &ratelab.Middleware{Limiter: limiter, Key: ratelab.RemoteAddrKey("ip:"), Now: now}
 	h := mw.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "demo started") }))
 
 	for range 2 {
@@ -42,6 +68,6 @@ func ExampleMiddleware() {
 		fmt.Println(rec.Code, rec.Header().Get("Retry-After"), rec.Header().Get("RateLimit"))
 	}
 	// Output:
-	// 200  "default";r=0;t=3600
-	// 429 3600 "default";r=0;t=3600
+	// 200  "demo-start";r=0;t=3600
+	// 429 3600 "demo-start";r=0;t=3600
 }

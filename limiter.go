@@ -1,90 +1,100 @@
 package ratelab
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
 )
 
-// Limiter allows at most limit hits per key in each fixed window, counting
-// them in a [Store]. It holds no state of its own: where the counts live is
-// the store's business, and that is the point of this repository.
+// Limiter decides hits by one or more rules, counting them in a [Store]. It
+// holds no state of its own: where the counts live is the store's business,
+// and that is the point of this repository.
+//
+// With several rules (say 10 per minute and 100 per hour) the Limiter is a
+// compound one, as Symfony's CompoundLimiter: every hit is taken by every
+// rule, in order, and the most restrictive decision wins — a refusal over
+// an allowance, the longest RetryAfter among refusals, the fewest
+// Remaining among allowances. A hit refused by one rule still counts
+// against the others where their algorithm counts refused hits, so
+// hammering one limit also spends the rest.
 //
 // A Limiter is safe for concurrent use if its store is. Use [NewLimiter];
-// the zero value has no store and panics.
+// the zero value has no rules and panics.
 type Limiter struct {
-	store  Store
-	limit  int64
-	window time.Duration
+	store Store
+	rules []Rule
 }
 
-// NewLimiter returns a Limiter allowing limit hits per window. The limit must
-// be positive and the window a whole number of seconds (see [CheckWindow]).
-func NewLimiter(store Store, limit int, window time.Duration) (*Limiter, error) {
+// NewLimiter returns a Limiter enforcing rules, at least one, each valid
+// and no two with the same name.
+func NewLimiter(store Store, rules ...Rule) (*Limiter, error) {
 	if store == nil {
 		return nil, errors.New("ratelab: NewLimiter needs a store")
 	}
-	if limit <= 0 {
-		return nil, fmt.Errorf("ratelab: limit %d must be positive", limit)
+	if len(rules) == 0 {
+		return nil, errors.New("ratelab: NewLimiter needs at least one rule")
 	}
-	if err := CheckWindow(window); err != nil {
-		return nil, err
+	l := &Limiter{store: store}
+	seen := map[string]bool{}
+	for _, r := range rules {
+		if err := r.Validate(); err != nil {
+			return nil, err
+		}
+		if seen[r.Name] {
+			return nil, fmt.Errorf("ratelab: two rules named %q: each rule of a limiter needs its own name", r.Name)
+		}
+		seen[r.Name] = true
+		l.rules = append(l.rules, r.Normalized())
 	}
-	return &Limiter{store: store, limit: int64(limit), window: window}, nil
+	return l, nil
 }
 
-// Limit returns the number of hits allowed per window.
-func (l *Limiter) Limit() int { return int(l.limit) }
+// Rules returns the limiter's rules, defaults filled in.
+func (l *Limiter) Rules() []Rule { return append([]Rule(nil), l.rules...) }
 
-// Window returns the window's length.
-func (l *Limiter) Window() time.Duration { return l.window }
-
-// Decision is a Limiter's answer for one hit.
-type Decision struct {
-	// Allowed is true while the window's count is at most the limit.
-	Allowed bool
-	// Count is the window's count after this hit, and Limit the limit.
-	Count, Limit int64
-	// Remaining is how many more hits the window allows: limit − count,
-	// never below zero.
-	Remaining int64
-	// ResetAt is when the window ends.
-	ResetAt time.Time
-	// ResetIn is max(0, reset_at − now) in whole seconds: the Retry-After of
-	// a throttled hit.
-	ResetIn time.Duration
-	// NotCounted is non-nil when the store failed open and this hit was let
-	// through without being counted.
-	NotCounted error
+// Allow is shorthand for AllowAt(ctx, key, time.Now()).
+func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
+	return l.AllowAt(ctx, key, time.Now())
 }
 
-// Allow is shorthand for AllowAt(key, time.Now()).
-func (l *Limiter) Allow(key string) (Decision, error) {
-	return l.AllowAt(key, time.Now())
-}
+// !+allowat
 
-// AllowAt records one hit for key at now and decides it. An error means the
-// store could not decide (it wraps [ErrUnavailable] for a fail-closed store);
-// the caller should then refuse the request.
-func (l *Limiter) AllowAt(key string, now time.Time) (Decision, error) {
-	h, err := l.store.HitAt(key, l.window, now)
-	if err != nil {
-		return Decision{}, err
+// AllowAt takes one hit of key at now under every rule and returns the
+// most restrictive decision. An error means a store could not decide (it
+// wraps [ErrUnavailable] for a fail-closed store); the caller should then
+// refuse the request. Rules taken before the error keep their count.
+func (l *Limiter) AllowAt(ctx context.Context, key string, now time.Time) (Decision, error) {
+	var out Decision
+	var notCounted []error
+	for i, r := range l.rules {
+		d, err := l.store.TakeAt(ctx, r, key, now)
+		if err != nil {
+			return Decision{}, err
+		}
+		if d.NotCounted != nil {
+			notCounted = append(notCounted, d.NotCounted)
+		}
+		if i == 0 || stricter(d, out) {
+			out = d
+		}
 	}
-	return l.decide(h, now), nil
+	out.NotCounted = errors.Join(notCounted...)
+	return out, nil
 }
 
-func (l *Limiter) decide(h Hit, now time.Time) Decision {
-	if h.Count > l.limit && h.Sliding != nil {
-		h.ResetAt = h.Sliding.RetryAt(now, l.window, l.limit)
+// stricter reports whether a binds more than b: a refusal over an
+// allowance, then the longer wait, then the fewer hits remaining.
+func stricter(a, b Decision) bool {
+	switch {
+	case a.Allowed != b.Allowed:
+		return !a.Allowed
+	case !a.Allowed:
+		return a.RetryAfter > b.RetryAfter
+	case a.Remaining != b.Remaining:
+		return a.Remaining < b.Remaining
 	}
-	return Decision{
-		Allowed:    h.Count <= l.limit,
-		Count:      h.Count,
-		Limit:      l.limit,
-		Remaining:  max(0, l.limit-h.Count),
-		ResetAt:    h.ResetAt,
-		ResetIn:    time.Duration(max(0, h.ResetAt.Unix()-now.Unix())) * time.Second,
-		NotCounted: h.NotCounted,
-	}
+	return a.ResetAfter > b.ResetAfter
 }
+
+// !-allowat

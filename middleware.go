@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -14,9 +15,10 @@ import (
 type KeyFunc func(r *http.Request) (string, error)
 
 // !+key
+
 // RemoteAddrKey returns a KeyFunc that keys requests by the host part of the
 // connection's remote address (REMOTE_ADDR under CGI), after prefix: with
-// prefix "demo-start:ip:" it gives the original's key.
+// prefix "ip:" and the rule "demo-start" it gives the original's key.
 //
 // It never reads X-Forwarded-For or similar headers: any client can send
 // them. Behind a reverse proxy or CDN every client then shares the proxy's
@@ -41,22 +43,25 @@ func RemoteAddrKey(prefix string) KeyFunc {
 
 // Middleware puts a Limiter in front of a handler.
 //
-// Every answer carries the IETF draft fields (draft-ietf-httpapi-ratelimit-headers):
+// Every answer carries the IETF draft fields (draft-ietf-httpapi-ratelimit-headers),
+// one policy per rule of the limiter, and the binding rule's state:
 //
-//	RateLimit-Policy: "default";q=30;w=3600
-//	RateLimit: "default";r=0;t=1800
+//	RateLimit-Policy: "per-minute";q=10;w=60, "per-hour";q=100;w=3600
+//	RateLimit: "per-minute";r=0;t=42
 //
 // where q is the limit, w the window in seconds, r the hits remaining and t
-// the seconds until the window resets. A throttled request gets 429 Too Many
-// Requests with Retry-After: t. When the store cannot decide (a fail-closed
-// store whose state is unreachable) the answer is 503 Service Unavailable
-// and next is not called.
+// the seconds until the binding rule has room again: for an allowed
+// request until its full allowance is back, for a refused one until one
+// more hit is allowed. A refused request gets 429 Too Many Requests with
+// Retry-After equal to t. Seconds are rounded up, so a client that waits
+// them is never early. When the store cannot decide (a fail-closed store
+// whose state is unreachable) the answer is 503 Service Unavailable and
+// next is not called. The request's context reaches the store: a client
+// that goes away ends the store's wait.
 type Middleware struct {
 	Limiter *Limiter
 	// Key names a request's bucket; nil means RemoteAddrKey("ip:").
 	Key KeyFunc
-	// Policy names the policy in the RateLimit fields; "" means "default".
-	Policy string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger receives a line for each request that could not be decided;
@@ -70,10 +75,6 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 	if key == nil {
 		key = RemoteAddrKey("ip:")
 	}
-	policy := m.Policy
-	if policy == "" {
-		policy = "default"
-	}
 	now := m.Now
 	if now == nil {
 		now = time.Now
@@ -82,7 +83,11 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	policyField := fmt.Sprintf("%q;q=%d;w=%d", policy, m.Limiter.limit, int64(m.Limiter.window/time.Second))
+	var policies []string
+	for _, r := range m.Limiter.rules {
+		policies = append(policies, fmt.Sprintf("%q;q=%d;w=%d", r.Name, r.Limit, int64(r.Window/time.Second)))
+	}
+	policyField := strings.Join(policies, ", ")
 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		k, err := key(r)
@@ -91,21 +96,33 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 			http.Error(w, "rate limiter cannot identify the client", http.StatusInternalServerError)
 			return
 		}
-		d, err := m.Limiter.AllowAt(k, now())
+		d, err := m.Limiter.AllowAt(r.Context(), k, now())
 		if err != nil {
 			logger.Error("ratelab: rate limiter unavailable, refusing request", "err", err)
 			http.Error(w, "rate limiter unavailable, try again later", http.StatusServiceUnavailable)
 			return
 		}
-		resetIn := strconv.FormatInt(int64(d.ResetIn/time.Second), 10)
 		h := w.Header()
 		h.Set("RateLimit-Policy", policyField)
-		h.Set("RateLimit", fmt.Sprintf("%q;r=%d;t=%s", policy, d.Remaining, resetIn))
+		wait := d.ResetAfter
 		if !d.Allowed {
-			h.Set("Retry-After", resetIn)
-			http.Error(w, "rate limit exceeded: retry after "+resetIn+" seconds", http.StatusTooManyRequests)
+			wait = d.RetryAfter
+		}
+		t := strconv.FormatInt(CeilSeconds(wait), 10)
+		h.Set("RateLimit", fmt.Sprintf("%q;r=%d;t=%s", d.Rule.Name, d.Remaining, t))
+		if !d.Allowed {
+			h.Set("Retry-After", t)
+			http.Error(w, "rate limit exceeded: retry after "+t+" seconds", http.StatusTooManyRequests)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// CeilSeconds returns d in whole seconds, rounded up, and never below 0.
+func CeilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
 }

@@ -1,6 +1,7 @@
 package ratelab
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -9,40 +10,53 @@ import (
 	"time"
 )
 
-// Store records hits in fixed windows. It is the contract shared by every
-// store in this repository; it is defined here, by its consumer [Limiter].
+// Store records hits and decides them by a rule. It is the contract every
+// store in this repository implements; it is defined here, by its consumer
+// [Limiter].
 //
-// HitAt records one hit for key at the instant now, in a window of the given
-// length, and returns the window after the hit. An error means the store
-// could not decide (a fail-closed store whose state is unreachable); such
-// errors wrap [ErrUnavailable].
+// TakeAt records one hit of key under rule r at the instant now and returns
+// the decision, as go-redis/redis_rate's Allow does. The store owns the
+// whole step — read the state of (r.Name, key), apply r.Algorithm, write
+// the state back — so that processes sharing the store decide together.
+// A store never moves a state's time backwards: a hit stamped earlier than
+// the state it lands in counts in that state.
+//
+// An error means the store could not decide: the rule or instant is
+// invalid, ctx ended, a fail-closed store's state is unreachable (wrapping
+// [ErrUnavailable]) or the state belongs to another rule of the same name
+// (wrapping [ErrRuleConflict]).
 type Store interface {
-	HitAt(key string, window time.Duration, now time.Time) (Hit, error)
+	TakeAt(ctx context.Context, r Rule, key string, now time.Time) (Decision, error)
 }
 
-// Hit is a window as a store reports it after one hit: the original's
-// {count, reset_at}.
-type Hit struct {
-	// Count is the number of hits in the window, this one included.
-	Count int64
-	// ResetAt is the instant the window ends, in whole seconds.
-	ResetAt time.Time
+// Decision is a store's answer for one hit.
+type Decision struct {
+	// Rule is the rule that decided (for a compound Limiter, the binding
+	// one), with its defaults filled in.
+	Rule Rule
+	// Allowed reports whether the hit is within the rule.
+	Allowed bool
+	// Remaining is how many more hits the rule allows right now, never
+	// below zero.
+	Remaining int64
+	// RetryAfter is, for a refused hit, how long until one more hit would
+	// be allowed if none came first; 0 for an allowed hit.
+	RetryAfter time.Duration
+	// ResetAfter is how long until the key is back to its full allowance
+	// if no hit comes first; never negative.
+	ResetAfter time.Duration
 	// NotCounted is non-nil when the store failed open: it could not record
-	// this hit, reports it as the first of a fresh window so the caller lets
-	// it through, and says why here.
+	// this hit, lets it through, and says why here.
 	NotCounted error
-	// Sliding is set by stores using the sliding-window counter: Count is
-	// then a weighted count, and the Limiter asks Sliding when a throttled
-	// client may retry.
-	Sliding *SlidingState
 }
 
-// KeyDigest is how every persistent store names a key: the hex SHA-256 of
-// the key. Whatever a key holds — an address, a user name, "../" — its
-// digest is 64 safe characters, so it can be a file name or a Redis key
-// without escaping, and the store never shows who was counted.
-func KeyDigest(key string) string {
-	sum := sha256.Sum256([]byte(key))
+// KeyDigest is how every persistent store names a state: the hex SHA-256
+// of the state key ([Rule.StateKey]). Whatever a key holds — an address, a
+// user name, "../" — its digest is 64 safe characters, so it can be a file
+// name or a Redis key without escaping, and the store never shows who was
+// counted.
+func KeyDigest(stateKey string) string {
+	sum := sha256.Sum256([]byte(stateKey))
 	return hex.EncodeToString(sum[:])
 }
 
@@ -50,8 +64,17 @@ func KeyDigest(key string) string {
 // hit and is configured to fail closed.
 var ErrUnavailable = errors.New("ratelab: rate-limit state unavailable")
 
+// CheckHit reports whether a hit of r at now can be taken at all: the rule
+// is valid and the instant within bounds. Every store calls it first.
+func CheckHit(r Rule, now time.Time) error {
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	return CheckInstant(now)
+}
+
 // FailPolicy says what a store does when it cannot record a hit (the state
-// directory is gone, the disk is full, a lock holder hangs).
+// directory is gone, the disk is full, a lock holder hangs, Redis is down).
 //
 // Fail-open lets the request through uncounted: right for an abuse brake
 // with other backstops, such as the original's "don't create too many
@@ -65,6 +88,7 @@ const (
 	FailClosed
 )
 
+// String returns "open" or "closed".
 func (p FailPolicy) String() string {
 	switch p {
 	case FailOpen:
@@ -76,18 +100,30 @@ func (p FailPolicy) String() string {
 }
 
 // !+fail
-// Fail applies the policy to a hit a store could not record, for key
-// (where names the key as the store knows it, say a file path), at now. It
-// logs one line naming the place and the cause. Fail-open returns a fresh
-// window's first hit with NotCounted set; fail-closed returns an error
-// wrapping ErrUnavailable, prefixed with the store's package name.
-func (p FailPolicy) Fail(log *slog.Logger, pkg string, where slog.Attr, now time.Time, window time.Duration, cause error) (Hit, error) {
-	if p == FailClosed {
-		log.Error(pkg+": hit refused (fail-closed): rate-limit state unavailable", where, "err", cause)
-		return Hit{}, fmt.Errorf("%s: %w: %w", pkg, ErrUnavailable, cause)
+
+// Fail applies the policy to a hit of r a store could not record. It logs
+// one line naming the store (pkg), the place (where, say the file path) and
+// the cause. Fail-open returns an allowed decision with NotCounted set, as
+// the first hit of a fresh window would be;
+// fail-closed returns an error wrapping ErrUnavailable, prefixed with pkg.
+// If ctx has ended, the caller gave up: Fail returns ctx's error under
+// either policy, since nobody waits for the answer.
+func (p FailPolicy) Fail(ctx context.Context, log *slog.Logger, pkg string, where slog.Attr, r Rule, cause error) (Decision, error) {
+	if err := ctx.Err(); err != nil {
+		return Decision{}, fmt.Errorf("%s: %w", pkg, err)
 	}
-	log.Warn(pkg+": hit not counted (fail-open): rate-limit state unavailable", where, "err", cause)
-	return FreshHit(now, window, cause), nil
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		// A network deadline taken from ctx can fire just before ctx's own
+		// timer does: still the caller's deadline.
+		return Decision{}, fmt.Errorf("%s: %w", pkg, context.DeadlineExceeded)
+	}
+	if p == FailClosed {
+		log.Error(pkg+": hit refused (fail-closed): rate-limit state unavailable", where, "rule", r.Name, "err", cause)
+		return Decision{}, fmt.Errorf("%s: %w: %w", pkg, ErrUnavailable, cause)
+	}
+	log.Warn(pkg+": hit not counted (fail-open): rate-limit state unavailable", where, "rule", r.Name, "err", cause)
+	r = r.Normalized()
+	return Decision{Rule: r, Allowed: true, Remaining: r.Limit - 1, ResetAfter: r.Window, NotCounted: cause}, nil
 }
 
 // !-fail
@@ -101,64 +137,4 @@ func ParseFailPolicy(s string) (FailPolicy, error) {
 		return FailClosed, nil
 	}
 	return 0, fmt.Errorf("ratelab: unknown fail policy %q: use open or closed", s)
-}
-
-// CheckWindow reports whether window can be used: state is kept in whole
-// seconds, as in the original, so a window must be a positive whole number
-// of seconds.
-func CheckWindow(window time.Duration) error {
-	if window < time.Second || window%time.Second != 0 {
-		return fmt.Errorf("ratelab: window %v must be a whole number of seconds, at least 1s", window)
-	}
-	return nil
-}
-
-// State is a fixed window as stores keep it, in the original's units:
-// a count and the window's end in Unix seconds. Its JSON form is the
-// original's file format, {"count":N,"reset_at":UNIX_SECONDS}.
-type State struct {
-	Count   int64 `json:"count"`
-	ResetAt int64 `json:"reset_at"`
-}
-
-// Next returns the state after one hit at now, and whether the previous
-// window was clamped. The rule is the original's fixed window: a state that
-// is absent (the zero State) or whose reset_at is not after now starts a new
-// window — count 1, reset_at now+window — and any other state counts the hit
-// in its window without moving reset_at.
-//
-// One case the original does not treat: a reset_at more than one window
-// after now. A window never lasts longer than its length, so such a state
-// comes from a clock stepped back or a tampered file. Next keeps its count,
-// so no hit is forgotten, but clamps reset_at to now+window, so no window
-// lasts longer than one window; clamped reports that it did.
-func (s State) Next(now time.Time, window time.Duration) (next State, clamped bool) {
-	t := now.Unix()
-	w := int64(window / time.Second)
-	if s.ResetAt <= t {
-		return State{Count: 1, ResetAt: t + w}, false
-	}
-	if s.ResetAt > t+w {
-		s.ResetAt, clamped = t+w, true
-	}
-	if s.Count < 0 {
-		s.Count = 0
-	}
-	if s.Count < 1<<62 { // saturate instead of overflowing on a hostile count
-		s.Count++
-	}
-	return s, clamped
-}
-
-// Hit converts the state to the contract's Hit.
-func (s State) Hit() Hit {
-	return Hit{Count: s.Count, ResetAt: time.Unix(s.ResetAt, 0)}
-}
-
-// FreshHit is what a fail-open store reports for a hit it could not record:
-// the first hit of a new window, with the reason it was not counted.
-func FreshHit(now time.Time, window time.Duration, cause error) Hit {
-	h := State{Count: 1, ResetAt: now.Unix() + int64(window/time.Second)}.Hit()
-	h.NotCounted = cause
-	return h
 }

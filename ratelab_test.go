@@ -1,8 +1,10 @@
 package ratelab_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -12,162 +14,214 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab"
+	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 )
 
 var t0 = time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)
 
-func TestStateNext(t *testing.T) {
-	const w = time.Hour
-	now := t0.Unix()
+var original = ratelab.Rule{Name: "demo-start", Limit: 30, Window: time.Hour}
+
+func TestRuleValidate(t *testing.T) {
 	tests := []struct {
-		name        string
-		prev        ratelab.State
-		at          time.Time
-		want        ratelab.State
-		wantClamped bool
+		rule ratelab.Rule
+		want string // "" for valid
 	}{
-		{"absent starts a window", ratelab.State{}, t0, ratelab.State{Count: 1, ResetAt: now + 3600}, false},
-		{"live window counts on", ratelab.State{Count: 4, ResetAt: now + 10}, t0, ratelab.State{Count: 5, ResetAt: now + 10}, false},
-		{"reset_at equal to now is over", ratelab.State{Count: 30, ResetAt: now}, t0, ratelab.State{Count: 1, ResetAt: now + 3600}, false},
-		{"expired window restarts", ratelab.State{Count: 30, ResetAt: now - 1}, t0, ratelab.State{Count: 1, ResetAt: now + 3600}, false},
-		{"sub-second now uses whole seconds", ratelab.State{Count: 2, ResetAt: now + 1}, t0.Add(999 * time.Millisecond), ratelab.State{Count: 3, ResetAt: now + 1}, false},
-		{"exactly one window ahead is legal", ratelab.State{Count: 7, ResetAt: now + 3600}, t0, ratelab.State{Count: 8, ResetAt: now + 3600}, false},
-		{"more than one window ahead is clamped, count kept", ratelab.State{Count: 7, ResetAt: now + 3601}, t0, ratelab.State{Count: 8, ResetAt: now + 3600}, true},
-		{"far future is clamped", ratelab.State{Count: 2, ResetAt: 1 << 40}, t0, ratelab.State{Count: 3, ResetAt: now + 3600}, true},
-		{"hostile count saturates", ratelab.State{Count: 1 << 62, ResetAt: now + 5}, t0, ratelab.State{Count: 1 << 62, ResetAt: now + 5}, false},
-		{"negative count restarts at one", ratelab.State{Count: -9, ResetAt: now + 5}, t0, ratelab.State{Count: 1, ResetAt: now + 5}, false},
+		{original, ""},
+		{ratelab.Rule{Name: "a.b_c-9", Limit: 1, Window: time.Second}, ""},
+		{ratelab.Rule{Name: "x", Limit: ratelab.MaxLimit, Window: ratelab.MaxWindow}, ""},
+		{ratelab.Rule{Name: "x", Limit: 5, Window: time.Minute, Algorithm: ratelab.GCRA, Burst: 5}, ""},
+		{ratelab.Rule{Limit: 1, Window: time.Hour}, "must be 1 to 64 characters"},
+		{ratelab.Rule{Name: "demo:start", Limit: 1, Window: time.Hour}, "only letters, digits"},
+		{ratelab.Rule{Name: "x", Limit: 1, Window: time.Hour, Algorithm: "leaky"}, "unknown algorithm"},
+		{ratelab.Rule{Name: "x", Limit: 1, Window: 0}, "whole number of seconds from 1s"},
+		{ratelab.Rule{Name: "x", Limit: 1, Window: 1500 * time.Millisecond}, "whole number of seconds"},
+		{ratelab.Rule{Name: "x", Limit: 1, Window: ratelab.MaxWindow + time.Second}, "whole number of seconds"},
+		{ratelab.Rule{Name: "x", Limit: 0, Window: time.Hour}, "limit 0 must be from 1"},
+		{ratelab.Rule{Name: "x", Limit: ratelab.MaxLimit + 1, Window: time.Hour}, "must be from 1"},
+		{ratelab.Rule{Name: "x", Limit: ratelab.MaxLogLimit + 1, Window: time.Hour, Algorithm: ratelab.SlidingLog}, "must be from 1 to 1000"},
+		{ratelab.Rule{Name: "x", Limit: 5, Window: time.Hour, Burst: -1}, "burst -1"},
+		{ratelab.Rule{Name: "x", Limit: 5, Window: time.Hour, Algorithm: ratelab.GCRA, Burst: 6}, "burst 6"},
+		{ratelab.Rule{Name: "x", Limit: 2000, Window: time.Second, Algorithm: ratelab.GCRA}, "at least 1ms apart"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, clamped := tt.prev.Next(tt.at, w)
-			assert.Equal(t, tt.want, got)
-			assert.Equal(t, tt.wantClamped, clamped, "clamped")
-		})
+		err := tt.rule.Validate()
+		if tt.want == "" {
+			assert.NoError(t, err, "%+v", tt.rule)
+		} else {
+			assert.ErrorContains(t, err, tt.want, "%+v", tt.rule)
+		}
 	}
 }
 
-func TestCheckWindow(t *testing.T) {
-	for _, w := range []time.Duration{0, -time.Second, 500 * time.Millisecond, 1500 * time.Millisecond} {
-		assert.Error(t, ratelab.CheckWindow(w), "window %v", w)
-	}
-	for _, w := range []time.Duration{time.Second, time.Hour} {
-		assert.NoError(t, ratelab.CheckWindow(w), "window %v", w)
-	}
+func TestRuleNormalizedAndString(t *testing.T) {
+	r := ratelab.Rule{Name: "api", Limit: 10, Window: time.Minute, Algorithm: ratelab.GCRA}
+	assert.Equal(t, int64(1), r.Normalized().Burst, "GCRA's burst 0 means 1")
+	assert.Equal(t, `"api" 10 per 1m0s (gcra, burst 1)`, r.String())
+	assert.Equal(t, ratelab.FixedWindow, original.Normalized().Algorithm)
+	assert.Equal(t, "demo-start:ip:203.0.113.7", original.StateKey("ip:203.0.113.7"), "the original's key")
 }
 
-func TestParseFailPolicy(t *testing.T) {
-	p, err := ratelab.ParseFailPolicy("closed")
-	require.NoError(t, err)
-	assert.Equal(t, ratelab.FailClosed, p)
-	p, err = ratelab.ParseFailPolicy("open")
-	require.NoError(t, err)
-	assert.Equal(t, ratelab.FailOpen, p)
-	assert.Equal(t, "open", ratelab.FailPolicy(0).String(), "zero value")
-	_, err = ratelab.ParseFailPolicy("sometimes")
-	assert.ErrorContains(t, err, "use open or closed")
-}
-
-// mapStore is the smallest correct Store, for testing the consumer alone.
-type mapStore struct {
-	m   map[string]ratelab.State
-	err error
-}
-
-func (s *mapStore) HitAt(key string, w time.Duration, now time.Time) (ratelab.Hit, error) {
-	if s.err != nil {
-		return ratelab.Hit{}, s.err
+func TestCheckInstant(t *testing.T) {
+	for _, at := range []time.Time{time.Unix(0, 0), t0, time.Date(2999, 12, 31, 23, 59, 59, 0, time.UTC)} {
+		assert.NoError(t, ratelab.CheckInstant(at), "%v", at)
 	}
-	if s.m == nil {
-		s.m = map[string]ratelab.State{}
+	for _, at := range []time.Time{time.Unix(-1, 0), time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC), {}} {
+		assert.Error(t, ratelab.CheckInstant(at), "%v", at)
 	}
-	s.m[key], _ = s.m[key].Next(now, w)
-	return s.m[key].Hit(), nil
 }
 
 func TestNewLimiterRejectsBadInput(t *testing.T) {
+	store := new(brokeninmemory.Store)
 	tests := []struct {
-		name   string
-		store  ratelab.Store
-		limit  int
-		window time.Duration
-		want   string
+		name  string
+		store ratelab.Store
+		rules []ratelab.Rule
+		want  string
 	}{
-		{"nil store", nil, 30, time.Hour, "needs a store"},
-		{"zero limit", &mapStore{}, 0, time.Hour, "limit 0 must be positive"},
-		{"negative limit", &mapStore{}, -1, time.Hour, "limit -1 must be positive"},
-		{"zero window", &mapStore{}, 30, 0, "whole number of seconds"},
-		{"fractional window", &mapStore{}, 30, 1500 * time.Millisecond, "whole number of seconds"},
+		{"nil store", nil, []ratelab.Rule{original}, "needs a store"},
+		{"no rules", store, nil, "at least one rule"},
+		{"bad rule", store, []ratelab.Rule{{Name: "x"}}, "must be"},
+		{"two rules, one name", store, []ratelab.Rule{original, {Name: "demo-start", Limit: 5, Window: time.Minute}}, `two rules named "demo-start"`},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := ratelab.NewLimiter(tt.store, tt.limit, tt.window)
-			assert.ErrorContains(t, err, tt.want)
-		})
+		_, err := ratelab.NewLimiter(tt.store, tt.rules...)
+		assert.ErrorContains(t, err, tt.want, tt.name)
 	}
 }
 
 func TestLimiterThrottlesFromLimitPlusOne(t *testing.T) {
-	l, err := ratelab.NewLimiter(&mapStore{}, 30, time.Hour)
+	l, err := ratelab.NewLimiter(new(brokeninmemory.Store), original)
 	require.NoError(t, err)
 	for i := 1; i <= 31; i++ {
-		now := t0.Add(time.Duration(i) * time.Minute)
-		d, err := l.AllowAt("demo-start:ip:203.0.113.7", now)
+		d, err := l.AllowAt(context.Background(), "ip:203.0.113.7", t0.Add(time.Duration(i)*time.Second))
 		require.NoError(t, err)
-		assert.Equal(t, int64(i), d.Count, "hit %d count", i)
-		assert.Equal(t, i <= 30, d.Allowed, "hit %d allowed", i)
-		assert.Equal(t, int64(max(0, 30-i)), d.Remaining, "hit %d remaining", i)
-		// The window opened at t0+1m and lasts an hour.
-		assert.Equal(t, t0.Add(61*time.Minute), d.ResetAt.UTC(), "hit %d reset_at", i)
-		assert.Equal(t, time.Duration(61-i)*time.Minute, d.ResetIn, "hit %d reset in", i)
+		assert.Equal(t, i <= 30, d.Allowed, "hit %d", i)
+		assert.Equal(t, max(0, int64(30-i)), d.Remaining, "hit %d", i)
+		if i == 31 {
+			assert.Equal(t, time.Hour-30*time.Second, d.RetryAfter, "until the window opened at +1s ends")
+		}
 	}
 }
 
-func TestRetryAfterIsWholeSecondsNeverNegative(t *testing.T) {
-	l, err := ratelab.NewLimiter(&mapStore{}, 1, 10*time.Second)
+// Compound rules: every rule takes every hit and the most restrictive
+// decision wins; a hit refused by one rule still counts in the others.
+func TestCompoundRules(t *testing.T) {
+	minute := ratelab.Rule{Name: "per-minute", Limit: 3, Window: time.Minute}
+	hour := ratelab.Rule{Name: "per-hour", Limit: 5, Window: time.Hour}
+	l, err := ratelab.NewLimiter(new(brokeninmemory.Store), minute, hour)
 	require.NoError(t, err)
-	_, err = l.AllowAt("k", t0) // window ends at t0+10s
-	require.NoError(t, err)
-	d, err := l.AllowAt("k", t0.Add(3700*time.Millisecond))
-	require.NoError(t, err)
-	assert.False(t, d.Allowed)
-	assert.Equal(t, 7*time.Second, d.ResetIn, "reset_at − now in whole seconds, as the original's integer time()")
-
-	// A store whose reset_at is already past (a slow store, a clock step)
-	// must not produce a negative Retry-After.
-	past := stubStore{hit: ratelab.Hit{Count: 5, ResetAt: t0.Add(-time.Minute)}}
-	l, err = ratelab.NewLimiter(past, 1, 10*time.Second)
-	require.NoError(t, err)
-	d, err = l.AllowAt("k", t0)
-	require.NoError(t, err)
-	assert.Equal(t, time.Duration(0), d.ResetIn)
+	take := func(at time.Duration) ratelab.Decision {
+		d, err := l.AllowAt(context.Background(), "k", t0.Add(at))
+		require.NoError(t, err)
+		return d
+	}
+	tests := []struct {
+		at        time.Duration
+		allowed   bool
+		binding   string
+		remaining int64
+	}{
+		{0, true, "per-minute", 2},
+		{time.Second, true, "per-minute", 1},
+		{2 * time.Second, true, "per-minute", 0}, // per-hour has 2 left: the minute binds
+		{3 * time.Second, false, "per-minute", 0},
+		{time.Minute, true, "per-hour", 0}, // the refused hit counted in the hour: 5 of 5
+		{time.Minute + time.Second, false, "per-hour", 0},
+	}
+	for _, tt := range tests {
+		d := take(tt.at)
+		got := struct {
+			allowed   bool
+			binding   string
+			remaining int64
+		}{d.Allowed, d.Rule.Name, d.Remaining}
+		assert.Equal(t, struct {
+			allowed   bool
+			binding   string
+			remaining int64
+		}{tt.allowed, tt.binding, tt.remaining}, got, "hit at +%v", tt.at)
+	}
 }
 
+// stubStore answers every hit the same way and records the context.
 type stubStore struct {
-	hit ratelab.Hit
+	d   ratelab.Decision
 	err error
+	ctx *context.Context
 }
 
-func (s stubStore) HitAt(string, time.Duration, time.Time) (ratelab.Hit, error) { return s.hit, s.err }
+func (s stubStore) TakeAt(ctx context.Context, r ratelab.Rule, _ string, _ time.Time) (ratelab.Decision, error) {
+	if s.ctx != nil {
+		*s.ctx = ctx
+	}
+	s.d.Rule = r
+	return s.d, s.err
+}
 
-func TestLimiterPassesFailOpenThrough(t *testing.T) {
-	cause := errors.New("disk full")
-	l, err := ratelab.NewLimiter(stubStore{hit: ratelab.FreshHit(t0, time.Hour, cause)}, 30, time.Hour)
+func TestLimiterPassesFailOpenAndErrorsThrough(t *testing.T) {
+	cause := errors.New("disk gone")
+	l, err := ratelab.NewLimiter(stubStore{d: ratelab.Decision{Allowed: true, Remaining: 29, NotCounted: cause}}, original)
 	require.NoError(t, err)
-	d, err := l.AllowAt("k", t0)
+	d, err := l.Allow(context.Background(), "k")
+	require.NoError(t, err)
+	assert.ErrorIs(t, d.NotCounted, cause)
+	assert.True(t, d.Allowed)
+
+	l, err = ratelab.NewLimiter(stubStore{err: fmt.Errorf("x: %w", ratelab.ErrUnavailable)}, original)
+	require.NoError(t, err)
+	_, err = l.Allow(context.Background(), "k")
+	assert.ErrorIs(t, err, ratelab.ErrUnavailable)
+}
+
+func TestFailPolicy(t *testing.T) {
+	p, err := ratelab.ParseFailPolicy("closed")
+	require.NoError(t, err)
+	assert.Equal(t, ratelab.FailClosed, p)
+	_, err = ratelab.ParseFailPolicy("maybe")
+	assert.ErrorContains(t, err, "use open or closed")
+	assert.Equal(t, "open", ratelab.FailOpen.String())
+
+	log := newDiscardLogger()
+	d, err := ratelab.FailOpen.Fail(context.Background(), log, "x", stringAttr(), original, errors.New("gone"))
 	require.NoError(t, err)
 	assert.True(t, d.Allowed)
-	assert.Equal(t, int64(1), d.Count)
-	assert.ErrorIs(t, d.NotCounted, cause)
+	assert.Equal(t, int64(29), d.Remaining)
+	_, err = ratelab.FailClosed.Fail(context.Background(), log, "x", stringAttr(), original, errors.New("gone"))
+	assert.ErrorIs(t, err, ratelab.ErrUnavailable)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, p := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed} {
+		_, err := p.Fail(ctx, log, "x", stringAttr(), original, errors.New("gone"))
+		assert.ErrorIs(t, err, context.Canceled, "policy %v: the caller gave up", p)
+	}
 }
 
-func newServer(t *testing.T, store ratelab.Store, limit int, now func() time.Time) http.Handler {
+func TestCeilSeconds(t *testing.T) {
+	for d, want := range map[time.Duration]int64{-time.Second: 0, 0: 0, time.Millisecond: 1, time.Second: 1, 1001 * time.Millisecond: 2, time.Hour: 3600} {
+		assert.Equal(t, want, ratelab.CeilSeconds(d), "%v", d)
+	}
+}
+
+func TestConflictErrorNamesBothRules(t *testing.T) {
+	err := error(&ratelab.ConflictError{Rule: original, Other: `"demo-start" 5 per 1m0s (fixed)`})
+	assert.ErrorIs(t, err, ratelab.ErrRuleConflict)
+	assert.Contains(t, err.Error(), `rule "demo-start" 30 per 1h0m0s (fixed)`)
+	assert.Contains(t, err.Error(), `"demo-start" 5 per 1m0s (fixed)`)
+}
+
+func TestKeyDigest(t *testing.T) {
+	// sha256("demo-start:ip:203.0.113.7"), as PHP's hash('sha256', $key) gives it.
+	assert.Equal(t, "fa404fc5fdf396553b0d7703ad73ccb8c5ee2ca7e6ba94f5399c5d635e85a1e8", ratelab.KeyDigest("demo-start:ip:203.0.113.7"))
+	assert.Len(t, ratelab.KeyDigest("../../etc/passwd"), 64)
+}
+
+func newServer(t *testing.T, store ratelab.Store, now func() time.Time, rules ...ratelab.Rule) http.Handler {
 	t.Helper()
-	l, err := ratelab.NewLimiter(store, limit, time.Hour)
+	l, err := ratelab.NewLimiter(store, rules...)
 	require.NoError(t, err)
-	mw := &ratelab.Middleware{Limiter: l, Now: now}
-	return mw.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintln(w, "demo started")
-	}))
+	mw := &ratelab.Middleware{Limiter: l, Now: now, Logger: newDiscardLogger()}
+	return mw.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "demo started") }))
 }
 
 func get(h http.Handler, remoteAddr string, hdr ...string) *httptest.ResponseRecorder {
@@ -182,41 +236,45 @@ func get(h http.Handler, remoteAddr string, hdr ...string) *httptest.ResponseRec
 }
 
 func TestMiddlewareAnswers429WithHeaders(t *testing.T) {
-	now := t0
-	h := newServer(t, &mapStore{}, 30, func() time.Time { return now })
-	for i := 1; i <= 30; i++ {
-		rec := get(h, "203.0.113.7:5555")
-		require.Equal(t, http.StatusOK, rec.Code, "hit %d", i)
-		assert.Equal(t, `"default";q=30;w=3600`, rec.Header().Get("RateLimit-Policy"))
-		assert.Equal(t, fmt.Sprintf(`"default";r=%d;t=3600`, 30-i), rec.Header().Get("RateLimit"))
-		assert.Empty(t, rec.Header().Get("Retry-After"), "hit %d", i)
+	rule := ratelab.Rule{Name: "demo-start", Limit: 2, Window: time.Hour}
+	h := newServer(t, new(brokeninmemory.Store), func() time.Time { return t0.Add(1500 * time.Millisecond) }, rule)
+	var codes []int
+	var last *httptest.ResponseRecorder
+	for range 3 {
+		last = get(h, "203.0.113.7:5555")
+		codes = append(codes, last.Code)
 	}
-	now = t0.Add(30 * time.Minute)
-	rec := get(h, "203.0.113.7:5555")
-	assert.Equal(t, http.StatusTooManyRequests, rec.Code)
-	assert.Equal(t, "1800", rec.Header().Get("Retry-After"))
-	assert.Equal(t, `"default";q=30;w=3600`, rec.Header().Get("RateLimit-Policy"))
-	assert.Equal(t, `"default";r=0;t=1800`, rec.Header().Get("RateLimit"))
-	assert.Contains(t, rec.Body.String(), "retry after 1800 seconds")
+	assert.Equal(t, []int{200, 200, 429}, codes)
+	assert.Equal(t, "3600", last.Header().Get("Retry-After"), "rounded up: 59m58.5s wait is 3600 s, never early")
+	assert.Equal(t, `"demo-start";q=2;w=3600`, last.Header().Get("RateLimit-Policy"))
+	assert.Equal(t, `"demo-start";r=0;t=3600`, last.Header().Get("RateLimit"))
+	assert.Contains(t, last.Body.String(), "retry after 3600 seconds")
+}
 
-	// Another address has its own bucket.
-	assert.Equal(t, http.StatusOK, get(h, "198.51.100.1:5555").Code)
+// Compound rules: every policy in RateLimit-Policy, the binding one in
+// RateLimit.
+func TestMiddlewareEmitsEveryPolicy(t *testing.T) {
+	minute := ratelab.Rule{Name: "per-minute", Limit: 10, Window: time.Minute}
+	hour := ratelab.Rule{Name: "per-hour", Limit: 5, Window: time.Hour}
+	h := newServer(t, new(brokeninmemory.Store), func() time.Time { return t0 }, minute, hour)
+	rec := get(h, "203.0.113.7:1")
+	assert.Equal(t, `"per-minute";q=10;w=60, "per-hour";q=5;w=3600`, rec.Header().Get("RateLimit-Policy"))
+	assert.Equal(t, `"per-hour";r=4;t=3600`, rec.Header().Get("RateLimit"), "the hour binds: 4 left against the minute's 9")
 }
 
 func TestMiddlewareIgnoresForwardedFor(t *testing.T) {
-	h := newServer(t, &mapStore{}, 1, func() time.Time { return t0 })
-	require.Equal(t, http.StatusOK, get(h, "10.0.0.1:1", "X-Forwarded-For", "203.0.113.1").Code)
-	// A new X-Forwarded-For does not buy a new bucket: the key is the connection's address.
-	assert.Equal(t, http.StatusTooManyRequests, get(h, "10.0.0.1:2", "X-Forwarded-For", "203.0.113.2").Code)
+	h := newServer(t, new(brokeninmemory.Store), func() time.Time { return t0 }, ratelab.Rule{Name: "r", Limit: 1, Window: time.Hour})
+	assert.Equal(t, 200, get(h, "203.0.113.7:1", "X-Forwarded-For", "198.51.100.1").Code)
+	assert.Equal(t, 429, get(h, "203.0.113.7:1", "X-Forwarded-For", "198.51.100.2").Code, "a new X-Forwarded-For must not pick a new bucket")
 }
 
 func TestRemoteAddrKey(t *testing.T) {
 	tests := []struct{ remote, want string }{
-		{"203.0.113.7:5555", "demo-start:ip:203.0.113.7"},
-		{"[2001:db8::1]:443", "demo-start:ip:2001:db8::1"},
-		{"203.0.113.7", "demo-start:ip:203.0.113.7"}, // no port, as some CGI hosts give it
+		{"203.0.113.7:5555", "ip:203.0.113.7"},
+		{"[2001:db8::1]:443", "ip:2001:db8::1"},
+		{"203.0.113.7", "ip:203.0.113.7"}, // no port, as some CGI hosts give it
 	}
-	key := ratelab.RemoteAddrKey("demo-start:ip:")
+	key := ratelab.RemoteAddrKey("ip:")
 	for _, tt := range tests {
 		req := httptest.NewRequest("GET", "/", nil)
 		req.RemoteAddr = tt.remote
@@ -231,31 +289,37 @@ func TestRemoteAddrKey(t *testing.T) {
 }
 
 func TestMiddlewareUnkeyableRequestIs500(t *testing.T) {
-	h := newServer(t, &mapStore{}, 1, nil)
+	h := newServer(t, new(brokeninmemory.Store), nil, original)
 	assert.Equal(t, http.StatusInternalServerError, get(h, "").Code)
 }
 
 func TestMiddlewareAnswers503WhenStoreCannotDecide(t *testing.T) {
 	store := stubStore{err: fmt.Errorf("fixedfilestore: %w: disk gone", ratelab.ErrUnavailable)}
 	called := false
-	l, err := ratelab.NewLimiter(store, 30, time.Hour)
+	l, err := ratelab.NewLimiter(store, original)
 	require.NoError(t, err)
-	h := (&ratelab.Middleware{Limiter: l}).Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { called = true }))
+	h := (&ratelab.Middleware{Limiter: l, Logger: newDiscardLogger()}).Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { called = true }))
 	rec := get(h, "203.0.113.7:1")
 	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
 	assert.False(t, called, "next must not run when the limiter cannot decide")
 }
 
-func TestMiddlewareFailOpenLetsThrough(t *testing.T) {
-	store := stubStore{hit: ratelab.FreshHit(t0, time.Hour, errors.New("disk gone"))}
-	h := newServer(t, store, 30, func() time.Time { return t0 })
-	rec := get(h, "203.0.113.7:1")
+func TestMiddlewareFailOpenLetsThroughAndPassesTheContext(t *testing.T) {
+	var seen context.Context
+	store := stubStore{d: ratelab.Decision{Allowed: true, Remaining: 29, ResetAfter: time.Hour, NotCounted: errors.New("disk gone")}, ctx: &seen}
+	h := newServer(t, store, func() time.Time { return t0 }, original)
+	req := httptest.NewRequest("POST", "/demo", nil)
+	req.RemoteAddr = "203.0.113.7:1"
+	type ctxKey struct{}
+	req = req.WithContext(context.WithValue(req.Context(), ctxKey{}, "this request"))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
 	assert.Equal(t, http.StatusOK, rec.Code)
-	assert.Equal(t, `"default";r=29;t=3600`, rec.Header().Get("RateLimit"))
+	assert.Equal(t, `"demo-start";r=29;t=3600`, rec.Header().Get("RateLimit"))
+	require.NotNil(t, seen)
+	assert.Equal(t, "this request", seen.Value(ctxKey{}), "the store gets the request's context")
 }
 
-func TestKeyDigest(t *testing.T) {
-	// sha256("demo-start:ip:203.0.113.7"), as PHP's hash('sha256', $key) gives it.
-	assert.Equal(t, "fa404fc5fdf396553b0d7703ad73ccb8c5ee2ca7e6ba94f5399c5d635e85a1e8", ratelab.KeyDigest("demo-start:ip:203.0.113.7"))
-	assert.Len(t, ratelab.KeyDigest("../../etc/passwd"), 64)
-}
+func newDiscardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func stringAttr() slog.Attr { return slog.String("path", "/nowhere") }

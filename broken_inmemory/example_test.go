@@ -1,25 +1,29 @@
 package brokeninmemory_test
 
 import (
+	"context"
 	"fmt"
 	"time"
 
+	"github.com/ratelab/ratelab"
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 )
 
 // Inside one process the count grows; a second Store — a second process —
 // starts from nothing.
 func ExampleStore() {
+	ctx := context.Background()
+	rule := ratelab.Rule{Name: "demo-start", Limit: 30, Window: time.Hour}
 	now := time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)
 	var worker1, worker2 brokeninmemory.Store
 	for range 3 {
-		worker1.HitAt("demo-start:ip:203.0.113.7", time.Hour, now)
+		worker1.TakeAt(ctx, rule, "ip:203.0.113.7", now)
 	}
-	h1, _ := worker1.HitAt("demo-start:ip:203.0.113.7", time.Hour, now)
-	h2, _ := worker2.HitAt("demo-start:ip:203.0.113.7", time.Hour, now)
-	fmt.Println("worker 1 counts", h1.Count)
-	fmt.Println("worker 2 counts", h2.Count)
+	d1, _ := worker1.TakeAt(ctx, rule, "ip:203.0.113.7", now)
+	d2, _ := worker2.TakeAt(ctx, rule, "ip:203.0.113.7", now)
+	fmt.Println("worker 1: remaining", d1.Remaining)
+	fmt.Println("worker 2: remaining", d2.Remaining)
 	// Output:
-	// worker 1 counts 4
-	// worker 2 counts 1
+	// worker 1: remaining 26
+	// worker 2: remaining 29
 }

@@ -1,7 +1,8 @@
-// Package brokeninmemory is a fixed-window rate-limit store that keeps its
-// counts in process memory: a map guarded by a mutex. Inside one process it
-// is correct and race-free. It is broken anywhere a client's requests reach
-// more than one process, because no process can see another's memory:
+// Package brokeninmemory is a rate-limit store that keeps its states in
+// process memory: a map guarded by a mutex. Inside one process it is
+// correct and race-free, for every algorithm. It is broken anywhere a
+// client's requests reach more than one process, because no process can
+// see another's memory:
 //
 //   - CGI and suEXEC shared hosting start a new process for every request.
 //     Each starts with an empty map, records count 1 and exits, so the count
@@ -16,46 +17,59 @@
 //     in which it works, which is why it passes every local test.
 //
 // The package folder is called broken_inmemory so that nobody copies it into
-// production by accident. fixed_filestore keeps the same state in files
-// that every process on the machine shares.
+// production by accident. fixed_filestore keeps the same states, decided by
+// the same steps (package algorithm), in files that every process on the
+// machine shares.
 package brokeninmemory
 
 import (
+	"context"
 	"sync"
 	"time"
 
 	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/algorithm"
 )
 
-// Store is an in-memory fixed-window store, the Go twin of the original's
+// Store is an in-memory store, the Go twin of the original's
 // InMemoryRateLimitStorage. The zero value is ready to use; a Store is safe
 // for concurrent use by the goroutines of one process, and by nothing else.
 // Entries are never evicted, so memory grows with the number of keys.
 type Store struct {
-	mu      sync.Mutex
-	windows map[string]ratelab.State
+	mu     sync.Mutex
+	states map[string][]byte // state key + algorithm suffix → encoded state
+	rules  algorithm.Rules
 }
 
-// Hit records one hit for key now; it is HitAt(key, window, time.Now()).
-func (s *Store) Hit(key string, window time.Duration) (ratelab.Hit, error) {
-	return s.HitAt(key, window, time.Now())
+// Take takes one hit of key under r now; it is TakeAt(ctx, r, key, time.Now()).
+func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.Decision, error) {
+	return s.TakeAt(ctx, r, key, time.Now())
 }
 
-// !+hit
-// HitAt records one hit for key at now in a window of the given length and
-// returns the window after the hit. Its only error is an invalid window.
-func (s *Store) HitAt(key string, window time.Duration, now time.Time) (ratelab.Hit, error) {
-	if err := ratelab.CheckWindow(window); err != nil {
-		return ratelab.Hit{}, err
+// !+take
+
+// TakeAt takes one hit of key under r at now and decides it. Its errors
+// are an invalid rule or instant, and a rule that shares its name with
+// another (ratelab.ErrRuleConflict); it never waits, so ctx is not
+// consulted.
+func (s *Store) TakeAt(_ context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
+	if err := s.rules.Admit(r, now); err != nil {
+		return ratelab.Decision{}, err
 	}
+	id := r.StateKey(key) + algorithm.Suffix(r.Normalized().Algorithm)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.windows == nil {
-		s.windows = make(map[string]ratelab.State)
+	res, err := algorithm.Take(nil, s.states[id], r, now)
+	if err != nil {
+		return ratelab.Decision{}, err
 	}
-	next, _ := s.windows[key].Next(now, window)
-	s.windows[key] = next
-	return next.Hit(), nil
+	if res.State != nil {
+		if s.states == nil {
+			s.states = make(map[string][]byte)
+		}
+		s.states[id] = res.State
+	}
+	return res.Decision, nil
 }
 
-// !-hit
+// !-take

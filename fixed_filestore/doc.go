@@ -1,16 +1,18 @@
-// Package fixedfilestore is a fixed-window rate-limit store that keeps each
-// key's window in a file, so that every process on the machine — CGI
+// Package fixedfilestore is a rate-limit store that keeps each rule's
+// state for each key in a file, so that every process on the machine — CGI
 // children, pool workers, a cron sweep, the PHP original — sees the same
-// count.
+// count. It runs every algorithm of package algorithm.
 //
 // # Layout
 //
-// The window for key lives at
+// The state of key under a fixed-window rule named name lives at
 //
-//	<base>/rate-limits/<hex sha256(key)>.json
+//	<base>/rate-limits/<hex sha256(name + ":" + key)>.json
 //
 // holding {"count":N,"reset_at":UNIX_SECONDS}, byte for byte what the PHP
-// original writes, so both can share one directory. Hashing the key gives a
+// original writes for its key name:key, so both can share one directory.
+// The other algorithms' files end in .sliding.json, .log.json and
+// .gcra.json (see package algorithm for their contents). Hashing the key gives a
 // fixed-length name whatever the key holds (no path traversal, no name too
 // long) and one file, hence one lock, per key. The directory is created
 // 0700 and files 0600.
@@ -26,8 +28,9 @@
 //  3. Check that the locked file is still the one at the path (os.SameFile):
 //     a sweep may have unlinked it while this hitter waited. If not, start
 //     over, so the hit lands in the live file and is never lost.
-//  4. Read the state, apply [ratelab.State.Next], write it back at offset 0
-//     and truncate to the new length. The file never passes through zero
+//  4. Read the state, apply the rule's step (algorithm.Take), write it
+//     back at offset 0 and truncate to the new length; a hit the algorithm
+//     refuses without recording it writes nothing. The file never passes through zero
 //     length, and on ext4 this is about ten times faster than the original's
 //     ftruncate(0)-then-write, which triggers ext4's auto_da_alloc flush on
 //     close.
@@ -39,15 +42,15 @@
 // If the file cannot be opened, locked, read or written — the directory is
 // gone, the disk is full, a lock holder hangs past LockWait — the store
 // follows its [ratelab.FailPolicy]. Fail-open (the default, as in the
-// original) logs a line naming the path and the cause and reports the hit as
-// the first of a fresh window with Hit.NotCounted set, so the caller lets it
-// through. Fail-closed logs and returns an error wrapping
+// original) logs a line naming the path and the cause and allows the hit
+// with Decision.NotCounted set. Fail-closed logs and returns an error wrapping
 // [ratelab.ErrUnavailable]; the middleware answers 503.
 //
 // A state file that exists but cannot be parsed (garbage, truncated, too
 // large, negative) carries no count worth keeping: it is logged, with its
-// first bytes quoted, and replaced by a fresh window. A reset_at more than
-// one window ahead is clamped, as [ratelab.State.Next] explains.
+// first bytes quoted, and replaced by a fresh one. A state written by
+// another rule of the same name is reported as ratelab.ErrRuleConflict and
+// left as it is. The lock wait also ends when the hit's context ends.
 //
 // # Sweeping
 //

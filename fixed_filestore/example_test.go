@@ -3,6 +3,7 @@
 package fixedfilestore_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log"
@@ -24,24 +25,25 @@ func ExampleStore() {
 	defer os.RemoveAll(base)
 
 	now := time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)
-	const key = "demo-start:ip:203.0.113.7"
+	rule := ratelab.Rule{Name: "demo-start", Limit: 30, Window: time.Hour}
+	const key = "ip:203.0.113.7" // the original's key is demo-start:ip:203.0.113.7
 	for process := 1; process <= 2; process++ {
 		store, err := fixedfilestore.New(base, fixedfilestore.Options{})
 		if err != nil {
 			log.Fatal(err)
 		}
-		h, err := store.HitAt(key, time.Hour, now)
+		d, err := store.TakeAt(context.Background(), rule, key, now)
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Printf("process %d: count %d, reset_at %d\n", process, h.Count, h.ResetAt.Unix())
+		fmt.Printf("process %d: allowed %v, remaining %d, reset after %v\n", process, d.Allowed, d.Remaining, d.ResetAfter)
 	}
 	store, _ := fixedfilestore.New(base, fixedfilestore.Options{})
-	state, _ := os.ReadFile(store.Path(key))
+	state, _ := os.ReadFile(store.Path(rule, key))
 	fmt.Printf("%s\n", state)
 	// Output:
-	// process 1: count 1, reset_at 1783558800
-	// process 2: count 2, reset_at 1783558800
+	// process 1: allowed true, remaining 29, reset after 1h0m0s
+	// process 2: allowed true, remaining 28, reset after 1h0m0s
 	// {"count":2,"reset_at":1783558800}
 }
 
@@ -57,13 +59,13 @@ func ExampleOptions_failClosed() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	limiter, err := ratelab.NewLimiter(store, 5, 15*time.Minute)
+	limiter, err := ratelab.NewLimiter(store, ratelab.Rule{Name: "login", Limit: 5, Window: 15 * time.Minute, Algorithm: ratelab.SlidingLog})
 	if err != nil {
 		log.Fatal(err)
 	}
 	os.RemoveAll(base) // the disk goes away
 
-	_, err = limiter.Allow("login:user:alice")
+	_, err = limiter.Allow(context.Background(), "user:alice")
 	fmt.Println("refused:", errors.Is(err, ratelab.ErrUnavailable))
 	// Output:
 	// refused: true
@@ -80,11 +82,12 @@ func ExampleStore_SweepAt() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	now := time.Now()
-	store.HitAt("demo-start:ip:203.0.113.7", time.Hour, now)
+	now, ctx := time.Now(), context.Background()
+	rule := ratelab.Rule{Name: "demo-start", Limit: 30, Window: time.Hour}
+	store.TakeAt(ctx, rule, "ip:203.0.113.7", now)
 	old := now.Add(-3 * time.Hour)
-	os.Chtimes(store.Path("demo-start:ip:203.0.113.7"), old, old)
-	store.HitAt("demo-start:ip:198.51.100.9", time.Hour, now)
+	os.Chtimes(store.Path(rule, "ip:203.0.113.7"), old, old)
+	store.TakeAt(ctx, rule, "ip:198.51.100.9", now)
 
 	report, err := store.SweepAt(time.Hour, now)
 	if err != nil {

@@ -1,7 +1,5 @@
 package fixedfilestore
 
-import "github.com/ratelab/ratelab"
-
 // SetOpenedHook makes every hit of s call f between opening its state file
 // and locking it, so tests can orchestrate a sweep into that gap.
 func SetOpenedHook(s *Store, f func()) { s.testHookOpened = f }
@@ -11,6 +9,3 @@ func BlockedWaiters(s *Store) int32 { return s.blockedWaiters.Load() }
 
 // MaxBlockedWaiters is the bound on them.
 const MaxBlockedWaiters = maxBlockedWaiters
-
-// DecodeJSON is Decode without its fast path.
-func DecodeJSON(b []byte) (ratelab.State, error) { return decodeJSON(b) }

@@ -3,6 +3,7 @@
 package fixedfilestore
 
 import (
+	"context"
 	"errors"
 	"runtime"
 	"time"
@@ -17,8 +18,8 @@ func supported() error {
 		"released when the holder dies), available on Linux and macOS, not on " + runtime.GOOS)
 }
 
-func (s *Store) update(string, time.Time, time.Duration) (ratelab.Hit, error) {
-	return ratelab.Hit{}, supported()
+func (s *Store) update(context.Context, string, ratelab.Rule, time.Time) (ratelab.Decision, error) {
+	return ratelab.Decision{}, supported()
 }
 
 func tryLock(int) (bool, error) { return false, supported() }

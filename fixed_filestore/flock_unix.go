@@ -3,6 +3,7 @@
 package fixedfilestore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/algorithm"
 )
 
 const oNoFollow = syscall.O_NOFOLLOW
@@ -19,28 +21,28 @@ const oNoFollow = syscall.O_NOFOLLOW
 func supported() error { return nil }
 
 // update performs one locked read-modify-write of the state at path and
-// returns the new state. It speaks to the kernel directly — open, flock,
+// returns the decision. It speaks to the kernel directly — open, flock,
 // fstat, lstat, pread, pwrite, flock, close — so each step is one system
 // call that the package documentation can name.
-func (s *Store) update(path string, now time.Time, window time.Duration) (ratelab.Hit, error) {
+func (s *Store) update(ctx context.Context, path string, r ratelab.Rule, now time.Time) (ratelab.Decision, error) {
 	for range maxReopen {
-		fd, err := s.openLocked(path)
+		fd, err := s.openLocked(ctx, path)
 		if errors.Is(err, errReplaced) {
 			continue
 		}
 		if err != nil {
-			return ratelab.Hit{}, err
+			return ratelab.Decision{}, err
 		}
-		return s.readModifyWrite(fd, path, now, window)
+		return s.readModifyWrite(fd, path, r, now)
 	}
-	return ratelab.Hit{}, fmt.Errorf("%s was removed %d times while this hit waited for its lock", path, maxReopen)
+	return ratelab.Decision{}, fmt.Errorf("%s was removed %d times while this hit waited for its lock", path, maxReopen)
 }
 
 // !+locked
 // openLocked opens path create-without-truncate, locks it and checks that
 // the locked file is still the one at path. It returns errReplaced if a
 // sweep removed the file before the lock was taken.
-func (s *Store) openLocked(path string) (int, error) {
+func (s *Store) openLocked(ctx context.Context, path string) (int, error) {
 	fd, err := openState(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		// The state directory vanished (someone cleaned var/): recreate it,
@@ -56,7 +58,7 @@ func (s *Store) openLocked(path string) (int, error) {
 	if s.testHookOpened != nil {
 		s.testHookOpened()
 	}
-	if given, err := s.lockExclusive(fd); err != nil {
+	if given, err := s.lockExclusive(ctx, fd); err != nil {
 		if !given {
 			syscall.Close(fd)
 		}
@@ -106,29 +108,36 @@ func openNoFollow(path string, flags int, perm uint32) (int, error) {
 // !+rmw
 // readModifyWrite applies one hit to the locked file, then unlocks and
 // closes it, whatever happens.
-func (s *Store) readModifyWrite(fd int, path string, now time.Time, window time.Duration) (ratelab.Hit, error) {
+func (s *Store) readModifyWrite(fd int, path string, r ratelab.Rule, now time.Time) (ratelab.Decision, error) {
 	defer unlockClose(fd)
 
-	var old [maxStateSize + 1]byte
-	n, err := pread(fd, old[:])
-	if err != nil {
-		return ratelab.Hit{}, &fs.PathError{Op: "read", Path: path, Err: err}
+	var small [256]byte
+	old := small[:]
+	if n := algorithm.MaxStateSize(r) + 1; n > len(old) {
+		old = make([]byte, n)
 	}
-	var buf [96]byte
-	h, out := s.next(buf[:0], old[:n], path, now, window)
+	n, err := pread(fd, old)
+	if err != nil {
+		return ratelab.Decision{}, &fs.PathError{Op: "read", Path: path, Err: err}
+	}
+	var buf [256]byte
+	res, err := s.step(buf[:0], old[:n], path, r, now)
+	if err != nil || res.State == nil {
+		return res.Decision, err // refused and not recorded: nothing to write
+	}
 	// Write in place, then cut off what is left of a longer old state. The
 	// file never passes through zero length (a reader without the lock
 	// would see no state and restart the window), and ext4 does not flush
 	// it on close as it does after a truncate to zero.
-	if _, err := syscall.Pwrite(fd, out, 0); err != nil {
-		return ratelab.Hit{}, &fs.PathError{Op: "write", Path: path, Err: err}
+	if _, err := syscall.Pwrite(fd, res.State, 0); err != nil {
+		return ratelab.Decision{}, &fs.PathError{Op: "write", Path: path, Err: err}
 	}
-	if len(out) < n {
-		if err := syscall.Ftruncate(fd, int64(len(out))); err != nil {
-			return ratelab.Hit{}, &fs.PathError{Op: "truncate", Path: path, Err: err}
+	if len(res.State) < n {
+		if err := syscall.Ftruncate(fd, int64(len(res.State))); err != nil {
+			return ratelab.Decision{}, &fs.PathError{Op: "truncate", Path: path, Err: err}
 		}
 	}
-	return h, nil
+	return res.Decision, nil
 }
 
 // !-rmw
@@ -165,9 +174,9 @@ func pread(fd int, buf []byte) (int, error) {
 // given reports that hand-over; the caller must then not touch fd. When
 // maxBlockedWaiters goroutines are already waiting (a hung holder with
 // heavy traffic), the caller polls instead.
-func (s *Store) lockExclusive(fd int) (given bool, err error) {
+func (s *Store) lockExclusive(ctx context.Context, fd int) (given bool, err error) {
 	if s.lockWait == WaitForever {
-		return false, lockWithinMode(fd, syscall.LOCK_EX, WaitForever)
+		return false, lockWithinMode(context.Background(), fd, syscall.LOCK_EX, WaitForever)
 	}
 	// Short waits, the common case, end in a second try.
 	for try := range 2 {
@@ -181,14 +190,14 @@ func (s *Store) lockExclusive(fd int) (given bool, err error) {
 	}
 	if s.blockedWaiters.Add(1) > maxBlockedWaiters {
 		s.blockedWaiters.Add(-1)
-		return false, lockWithinMode(fd, syscall.LOCK_EX, s.lockWait)
+		return false, lockWithinMode(ctx, fd, syscall.LOCK_EX, s.lockWait)
 	}
 	const waiting, done, abandoned = 0, 1, 2
 	var state atomic.Int32
 	result := make(chan error, 1)
 	go func() {
 		defer s.blockedWaiters.Add(-1)
-		err := lockWithinMode(fd, syscall.LOCK_EX, WaitForever)
+		err := lockWithinMode(context.Background(), fd, syscall.LOCK_EX, WaitForever)
 		if state.CompareAndSwap(waiting, done) {
 			result <- err
 			return
@@ -201,21 +210,25 @@ func (s *Store) lockExclusive(fd int) (given bool, err error) {
 	}()
 	timer := time.NewTimer(s.lockWait)
 	defer timer.Stop()
+	var giveUp error
 	select {
 	case err := <-result:
 		return false, err
 	case <-timer.C:
-		if state.CompareAndSwap(waiting, abandoned) {
-			return true, fmt.Errorf("%w (%v)", ErrLockTimeout, s.lockWait)
-		}
-		return false, <-result // the lock came just in time
+		giveUp = fmt.Errorf("%w (%v)", ErrLockTimeout, s.lockWait)
+	case <-ctx.Done():
+		giveUp = fmt.Errorf("waiting for the lock: %w", ctx.Err())
 	}
+	if state.CompareAndSwap(waiting, abandoned) {
+		return true, giveUp
+	}
+	return false, <-result // the lock came just in time
 }
 
 // lockWithinMode takes a flock(2) of the given mode on fd, waiting at most
-// wait by polling with a non-blocking flock, backing off from 20µs to
-// 250µs. WaitForever blocks instead.
-func lockWithinMode(fd, mode int, wait time.Duration) error {
+// wait, or until ctx ends, by polling with a non-blocking flock, backing
+// off from 20µs to 250µs. WaitForever blocks instead, ignoring ctx.
+func lockWithinMode(ctx context.Context, fd, mode int, wait time.Duration) error {
 	if wait == WaitForever {
 		for {
 			err := syscall.Flock(fd, mode)
@@ -242,6 +255,9 @@ func lockWithinMode(fd, mode int, wait time.Duration) error {
 		}
 		if !now.Before(deadline) {
 			return fmt.Errorf("%w (%v)", ErrLockTimeout, wait)
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("waiting for the lock: %w", err)
 		}
 		time.Sleep(min(delay, deadline.Sub(now)))
 		delay = min(2*delay, 250*time.Microsecond)
@@ -291,14 +307,14 @@ func readShared(path string, wait time.Duration) ([]byte, error) {
 		return nil, err
 	}
 	defer syscall.Close(fd)
-	if err := lockWithinMode(fd, syscall.LOCK_SH, wait); err != nil {
+	if err := lockWithinMode(context.Background(), fd, syscall.LOCK_SH, wait); err != nil {
 		return nil, err
 	}
 	defer unlock(fd)
 	if _, err := fstatRegular(fd, path); err != nil {
 		return nil, err
 	}
-	buf := make([]byte, maxStateSize+1)
+	buf := make([]byte, maxReadSize+1)
 	n, err := pread(fd, buf)
 	if err != nil {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: err}

@@ -8,26 +8,69 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/algorithm"
 )
 
-// Entry is one state file as Inspect sees it.
+// Entry is one state file as Inspect sees it: its algorithm, told by its
+// name's suffix, and the decoded state of that algorithm.
 type Entry struct {
-	Name    string
-	State   ratelab.State         // a fixed-window state
-	Sliding *ratelab.SlidingState // set instead for a sliding-window-counter state
-	Err     error                 // why the file could not be read or parsed
+	Name      string
+	Algorithm ratelab.Algorithm
+	Fixed     algorithm.Fixed
+	Sliding   algorithm.Sliding
+	Log       algorithm.Log
+	GCRA      algorithm.GCRAState
+	Err       error // why the file could not be read or parsed
 }
 
-// Live reports whether a fixed-window entry's window is still open at now,
-// or a sliding entry's counts can still weigh on a hit made within window.
-func (e Entry) Live(now time.Time, window time.Duration) bool {
+// algorithmOf tells a state file's algorithm by its name's suffix.
+func algorithmOf(name string) ratelab.Algorithm {
+	for _, a := range []ratelab.Algorithm{ratelab.SlidingCounter, ratelab.SlidingLog, ratelab.GCRA} {
+		if strings.HasSuffix(name, algorithm.Suffix(a)) {
+			return a
+		}
+	}
+	return ratelab.FixedWindow
+}
+
+// Live reports whether the state can still weigh on a hit at now, judged
+// by the state alone: a fixed window that has not ended, a sliding counter
+// whose current or previous window is within reach, a log with an instant
+// in the last window, a GCRA state whose theoretical arrival time is ahead.
+func (e Entry) Live(now time.Time) bool {
 	if e.Err != nil {
 		return false
 	}
-	if e.Sliding != nil {
-		return e.Sliding.WindowStart+2*int64(window/time.Second) > now.Unix()
+	t, ms := now.Unix(), now.UnixMilli()
+	switch e.Algorithm {
+	case ratelab.SlidingCounter:
+		return e.Sliding.WindowStart+2*e.Sliding.Window > t
+	case ratelab.SlidingLog:
+		n := len(e.Log.TS)
+		return n > 0 && e.Log.TS[n-1]+e.Log.Window*1000 >= ms
+	case ratelab.GCRA:
+		return e.GCRA.TAT > ms
 	}
-	return e.State.ResetAt > now.Unix()
+	return e.Fixed.ResetAt > t
+}
+
+// Describe shows the state in one line, instants in UTC.
+func (e Entry) Describe() string {
+	at := func(sec int64) string { return time.Unix(sec, 0).UTC().Format(time.RFC3339) }
+	switch e.Algorithm {
+	case ratelab.SlidingCounter:
+		s := e.Sliding
+		return fmt.Sprintf("sliding window=%ds window_start=%d (%s) count=%d prev_count=%d", s.Window, s.WindowStart, at(s.WindowStart), s.Count, s.PrevCount)
+	case ratelab.SlidingLog:
+		s, last := e.Log, "-"
+		if n := len(s.TS); n > 0 {
+			last = time.UnixMilli(s.TS[n-1]).UTC().Format(time.RFC3339Nano)
+		}
+		return fmt.Sprintf("log window=%ds instants=%d latest=%s", s.Window, len(s.TS), last)
+	case ratelab.GCRA:
+		return fmt.Sprintf("gcra window=%ds tat=%s", e.GCRA.Window, time.UnixMilli(e.GCRA.TAT).UTC().Format(time.RFC3339Nano))
+	}
+	return fmt.Sprintf("count=%d  reset_at=%d (%s)", e.Fixed.Count, e.Fixed.ResetAt, at(e.Fixed.ResetAt))
 }
 
 // Inspect reads every state file in the store's directory, each under a
@@ -43,14 +86,19 @@ func (s *Store) Inspect() ([]Entry, error) {
 		if !stateName.MatchString(d.Name()) {
 			continue
 		}
-		e := Entry{Name: d.Name()}
+		e := Entry{Name: d.Name(), Algorithm: algorithmOf(d.Name())}
 		b, err := readShared(filepath.Join(s.dir, d.Name()), s.lockWait)
-		if err == nil && strings.HasSuffix(d.Name(), ".sliding.json") {
-			var st ratelab.SlidingState
-			st, err = DecodeSliding(b)
-			e.Sliding = &st
-		} else if err == nil {
-			e.State, err = Decode(b)
+		if err == nil {
+			switch e.Algorithm {
+			case ratelab.SlidingCounter:
+				e.Sliding, err = algorithm.DecodeSliding(b)
+			case ratelab.SlidingLog:
+				e.Log, err = algorithm.DecodeLog(b)
+			case ratelab.GCRA:
+				e.GCRA, err = algorithm.DecodeGCRA(b)
+			default:
+				e.Fixed, err = algorithm.DecodeFixed(b)
+			}
 		}
 		e.Err = err
 		out = append(out, e)

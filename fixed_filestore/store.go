@@ -1,9 +1,8 @@
 package fixedfilestore
 
 import (
-	"bytes"
 	"cmp"
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/algorithm"
 )
 
 // DirName is the directory under the base directory that holds state files.
@@ -24,14 +24,10 @@ const DirName = "rate-limits"
 const DefaultLockWait = 3 * time.Second
 
 // WaitForever, as Options.LockWait, makes a hit wait for a key's lock with
-// a plain blocking flock(2), as the original does. A holder that hangs then
-// hangs every request for its key; it exists to measure what the bounded
-// wait costs, and for callers that have a deadline of their own.
+// a plain blocking flock(2), as the original does, ignoring the context. A
+// holder that hangs then hangs every request for its key; it exists to
+// measure what the bounded wait costs.
 const WaitForever time.Duration = -1
-
-// maxStateSize bounds what a state file may hold; the largest valid state,
-// {"count":9223372036854775807,"reset_at":9223372036854775807}, is 59 bytes.
-const maxStateSize = 512
 
 // ErrLockTimeout is the cause reported when a key's lock was not acquired
 // within Options.LockWait.
@@ -49,25 +45,21 @@ type Options struct {
 	// Logger receives a line for every hit that could not be recorded and
 	// every state file that had to be repaired; nil means slog.Default().
 	Logger *slog.Logger
-	// Clock is the time source of Hit and Sweep; nil means time.Now.
+	// Clock is the time source of Take and Sweep; nil means time.Now.
 	Clock func() time.Time
-	// Algorithm is the windowing rule: ratelab.FixedWindow (the default,
-	// the original's) or ratelab.SlidingCounter, whose state files are named
-	// <hex sha256(key)>.sliding.json and hold
-	// {"window_start":S,"count":C,"prev_count":P}.
-	Algorithm ratelab.Algorithm
 }
 
-// Store is a file-backed fixed-window store. It is safe for concurrent use
-// by any number of goroutines and processes on one machine: all of them are
-// serialised per key by flock(2). A Store holds no open files between hits.
+// Store is a file-backed store for every algorithm of package algorithm. It
+// is safe for concurrent use by any number of goroutines and processes on
+// one machine: all of them are serialised per state file by flock(2). A
+// Store holds no open files between hits.
 type Store struct {
 	dir      string
 	policy   ratelab.FailPolicy
 	lockWait time.Duration
 	log      *slog.Logger
 	now      func() time.Time
-	algo     ratelab.Algorithm
+	rules    algorithm.Rules
 
 	blockedWaiters atomic.Int32 // goroutines waiting in a blocking flock(2)
 
@@ -93,12 +85,6 @@ func New(base string, opts Options) (*Store, error) {
 	if base == "" {
 		return nil, errors.New("fixedfilestore: base directory is empty: name the directory that holds rate-limits/")
 	}
-	if opts.Algorithm == "" {
-		opts.Algorithm = ratelab.FixedWindow
-	}
-	if _, err := ratelab.ParseAlgorithm(string(opts.Algorithm)); err != nil {
-		return nil, fmt.Errorf("fixedfilestore: %w", err)
-	}
 	if err := checkDir(base); err != nil {
 		return nil, err
 	}
@@ -108,7 +94,6 @@ func New(base string, opts Options) (*Store, error) {
 		lockWait: cmp.Or(opts.LockWait, DefaultLockWait),
 		log:      opts.Logger,
 		now:      opts.Clock,
-		algo:     opts.Algorithm,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -145,49 +130,57 @@ func checkDir(path string) error {
 func (s *Store) Dir() string { return s.dir }
 
 // !+path
-// Path returns the state file of key, named by the key's digest
-// (ratelab.KeyDigest), so any key gives a safe, fixed-length name.
-func (s *Store) Path(key string) string {
-	if s.algo == ratelab.SlidingCounter {
-		return s.dir + string(filepath.Separator) + SlidingFileName(key)
-	}
-	return s.dir + string(filepath.Separator) + FileName(key)
+
+// Path returns the file holding the state of key under r: named by the
+// digest of the rule's state key (ratelab.KeyDigest of r.StateKey(key)), so
+// any key gives a safe, fixed-length name, and suffixed by the algorithm
+// (algorithm.Suffix). The fixed window of rule "demo-start" and key
+// "ip:203.0.113.7" is where the PHP original keeps key
+// "demo-start:ip:203.0.113.7".
+func (s *Store) Path(r ratelab.Rule, key string) string {
+	return s.dir + string(filepath.Separator) + FileName(r, key)
 }
 
-// FileName returns the name of key's state file inside the state directory.
-func FileName(key string) string { return ratelab.KeyDigest(key) + ".json" }
+// FileName returns the name of the state file of key under r.
+func FileName(r ratelab.Rule, key string) string {
+	return ratelab.KeyDigest(r.StateKey(key)) + algorithm.Suffix(r.Normalized().Algorithm)
+}
 
 // !-path
 
-// SlidingFileName returns the name of key's sliding-window-counter state.
-func SlidingFileName(key string) string { return ratelab.KeyDigest(key) + ".sliding.json" }
-
-// Hit records one hit for key now; it is HitAt(key, window, clock()).
-func (s *Store) Hit(key string, window time.Duration) (ratelab.Hit, error) {
-	return s.HitAt(key, window, s.now())
+// Take takes one hit now; it is TakeAt(ctx, r, key, clock()).
+func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.Decision, error) {
+	return s.TakeAt(ctx, r, key, s.now())
 }
 
-// !+hitat
-// HitAt records one hit for key at now, in a window of the given length,
-// and returns the window after the hit.
+// !+takeat
+
+// TakeAt takes one hit of key under r at now, in one locked
+// read-modify-write of the state file, and decides it.
 //
 // When the state cannot be reached, a fail-open store logs the cause and
-// returns a fresh window's first hit with NotCounted set; a fail-closed store
-// logs and returns an error wrapping ratelab.ErrUnavailable. An invalid
-// window is an error under either policy.
-func (s *Store) HitAt(key string, window time.Duration, now time.Time) (ratelab.Hit, error) {
-	if err := ratelab.CheckWindow(window); err != nil {
-		return ratelab.Hit{}, err
+// allows the hit with NotCounted set; a fail-closed store logs and returns
+// an error wrapping ratelab.ErrUnavailable. The lock wait ends at
+// Options.LockWait or when ctx ends, whichever is first; if ctx ended, its
+// error is returned under either policy. An invalid rule or instant, and a
+// state of another rule with the same name (ratelab.ErrRuleConflict, the
+// file left as it was), are errors under either policy.
+func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
+	if err := s.rules.Admit(r, now); err != nil {
+		return ratelab.Decision{}, err
 	}
-	path := s.Path(key)
-	h, err := s.update(path, now, window)
-	if err == nil {
-		return h, nil
+	path := s.Path(r, key)
+	d, err := s.update(ctx, path, r, now)
+	switch {
+	case err == nil:
+		return d, nil
+	case errors.Is(err, ratelab.ErrRuleConflict):
+		return ratelab.Decision{}, fmt.Errorf("fixedfilestore: %s: %w", path, err)
 	}
-	return s.policy.Fail(s.log, "fixedfilestore", slog.String("path", path), now, window, err)
+	return s.policy.Fail(ctx, s.log, "fixedfilestore", slog.String("path", path), r, err)
 }
 
-// !-hitat
+// !-takeat
 
 // maxBlockedWaiters bounds the goroutines of one Store that wait in a
 // blocking flock(2) at once; each holds an OS thread while it waits.
@@ -200,120 +193,15 @@ const maxReopen = 8
 
 var errReplaced = errors.New("fixedfilestore: locked file is no longer at its path")
 
-// next decodes the state read from path, applies one hit at now and returns
-// the Hit to report, and the new state's encoding appended to dst. Corrupt
-// state and clamped windows are logged here, so the platform code only
-// moves bytes.
-func (s *Store) next(dst, old []byte, path string, now time.Time, window time.Duration) (ratelab.Hit, []byte) {
-	corrupt := func(err error) {
-		s.log.Warn("fixedfilestore: corrupt state replaced by a fresh window", "path", path, "err", err, "content", quote(old))
+// step applies one hit of r at now to old, the bytes read from path, and
+// returns the result with the new state appended to dst. A corrupt state
+// is logged here, so the platform code only moves bytes.
+func (s *Store) step(dst, old []byte, path string, r ratelab.Rule, now time.Time) (algorithm.Result, error) {
+	res, err := algorithm.Take(dst, old, r, now)
+	if err == nil && res.Replaced != nil {
+		s.log.Warn("fixedfilestore: corrupt state replaced by a fresh one", "path", path, "err", res.Replaced, "content", quote(old))
 	}
-	if s.algo == ratelab.SlidingCounter {
-		prev, err := DecodeSliding(old)
-		if err != nil {
-			corrupt(err)
-		}
-		st := prev.Next(now, window)
-		return st.Hit(now, window), EncodeSliding(dst, st)
-	}
-	prev, err := Decode(old)
-	if err != nil {
-		corrupt(err)
-	}
-	st, clamped := prev.Next(now, window)
-	if clamped {
-		s.log.Warn("fixedfilestore: reset_at was more than one window ahead (clock stepped back or file edited); window clamped",
-			"path", path, "reset_at", prev.ResetAt, "now", now.Unix(), "clamped_to", st.ResetAt)
-	}
-	return st.Hit(), Encode(dst, st)
-}
-
-// Encode appends the JSON form of st to dst, byte for byte as PHP's
-// json_encode(['count' => N, 'reset_at' => T]) writes it.
-func Encode(dst []byte, st ratelab.State) []byte {
-	dst = append(dst, `{"count":`...)
-	dst = strconv.AppendInt(dst, st.Count, 10)
-	dst = append(dst, `,"reset_at":`...)
-	dst = strconv.AppendInt(dst, st.ResetAt, 10)
-	return append(dst, '}')
-}
-
-// Decode parses a state file. Empty content is the absent state (a file
-// just created). Anything else must be one JSON object with an integer count
-// of at least zero and a positive integer reset_at; anything else is an
-// error that says what is wrong.
-func Decode(b []byte) (ratelab.State, error) {
-	if len(b) == 0 {
-		return ratelab.State{}, nil
-	}
-	if st, ok := decodeCanonical(b); ok {
-		return st, nil
-	}
-	return decodeJSON(b)
-}
-
-func decodeJSON(b []byte) (ratelab.State, error) {
-	var raw struct {
-		Count   *int64 `json:"count"`
-		ResetAt *int64 `json:"reset_at"`
-	}
-	if err := decodeObject(b, &raw); err != nil {
-		return ratelab.State{}, err
-	}
-	switch {
-	case raw.Count == nil || raw.ResetAt == nil:
-		return ratelab.State{}, errors.New(`fixedfilestore: state lacks "count" or "reset_at"`)
-	case *raw.Count < 0:
-		return ratelab.State{}, fmt.Errorf("fixedfilestore: state count %d is negative", *raw.Count)
-	case *raw.ResetAt <= 0:
-		return ratelab.State{}, fmt.Errorf("fixedfilestore: state reset_at %d is not a Unix time", *raw.ResetAt)
-	}
-	return ratelab.State{Count: *raw.Count, ResetAt: *raw.ResetAt}, nil
-}
-
-// decodeObject decodes exactly one JSON object of at most maxStateSize
-// bytes into v, saying what is wrong otherwise.
-func decodeObject(b []byte, v any) error {
-	if len(b) > maxStateSize {
-		return fmt.Errorf("fixedfilestore: state is larger than %d bytes", maxStateSize)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("fixedfilestore: state is not valid JSON: %w", err)
-	}
-	if dec.More() {
-		return errors.New("fixedfilestore: state has data after its JSON object")
-	}
-	return nil
-}
-
-// decodeCanonical reads exactly what Encode (and PHP's json_encode)
-// writes, {"count":N,"reset_at":M} with N ≥ 0 and M > 0, without
-// reflection: the state of every hit is read, so this is the hot path.
-// Anything else is left to the full decoder in Decode.
-func decodeCanonical(b []byte) (ratelab.State, bool) {
-	rest, ok := bytes.CutPrefix(b, []byte(`{"count":`))
-	if !ok {
-		return ratelab.State{}, false
-	}
-	i := bytes.IndexByte(rest, ',')
-	if i < 0 {
-		return ratelab.State{}, false
-	}
-	count, err := strconv.ParseInt(string(rest[:i]), 10, 64)
-	if err != nil || count < 0 || rest[0] == '+' || (rest[0] == '0' && i > 1) {
-		return ratelab.State{}, false
-	}
-	rest, ok = bytes.CutPrefix(rest[i:], []byte(`,"reset_at":`))
-	if !ok || len(rest) < 2 || rest[len(rest)-1] != '}' {
-		return ratelab.State{}, false
-	}
-	num := rest[:len(rest)-1]
-	resetAt, err := strconv.ParseInt(string(num), 10, 64)
-	if err != nil || resetAt <= 0 || num[0] == '+' || num[0] == '0' {
-		return ratelab.State{}, false
-	}
-	return ratelab.State{Count: count, ResetAt: resetAt}, true
+	return res, err
 }
 
 // quote shows at most 64 bytes of b for a log line.
@@ -324,36 +212,6 @@ func quote(b []byte) string {
 	return strconv.Quote(string(b))
 }
 
-// EncodeSliding appends the JSON form of a sliding-window-counter state.
-func EncodeSliding(dst []byte, st ratelab.SlidingState) []byte {
-	dst = append(dst, `{"window_start":`...)
-	dst = strconv.AppendInt(dst, st.WindowStart, 10)
-	dst = append(dst, `,"count":`...)
-	dst = strconv.AppendInt(dst, st.Count, 10)
-	dst = append(dst, `,"prev_count":`...)
-	dst = strconv.AppendInt(dst, st.PrevCount, 10)
-	return append(dst, '}')
-}
-
-// DecodeSliding parses a sliding-window-counter state file, as strictly as
-// Decode parses a fixed-window one.
-func DecodeSliding(b []byte) (ratelab.SlidingState, error) {
-	if len(b) == 0 {
-		return ratelab.SlidingState{}, nil
-	}
-	var raw struct {
-		WindowStart *int64 `json:"window_start"`
-		Count       *int64 `json:"count"`
-		PrevCount   *int64 `json:"prev_count"`
-	}
-	if err := decodeObject(b, &raw); err != nil {
-		return ratelab.SlidingState{}, err
-	}
-	switch {
-	case raw.WindowStart == nil || raw.Count == nil || raw.PrevCount == nil:
-		return ratelab.SlidingState{}, errors.New(`fixedfilestore: state lacks "window_start", "count" or "prev_count"`)
-	case *raw.Count < 0 || *raw.PrevCount < 0:
-		return ratelab.SlidingState{}, errors.New("fixedfilestore: state has a negative count")
-	}
-	return ratelab.SlidingState{WindowStart: *raw.WindowStart, Count: *raw.Count, PrevCount: *raw.PrevCount}, nil
-}
+// maxReadSize is the largest state of any rule: a sliding log at
+// ratelab.MaxLogLimit.
+const maxReadSize = 64 + 16*ratelab.MaxLogLimit

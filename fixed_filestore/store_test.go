@@ -3,6 +3,7 @@
 package fixedfilestore_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/algorithm"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/internal/storetest"
 	"github.com/ratelab/ratelab/internal/syncbuf"
@@ -41,18 +43,27 @@ func newStoreAt(t *testing.T, base string, opts fixedfilestore.Options) (*fixedf
 	return s, logs
 }
 
-func hit(t *testing.T, s *fixedfilestore.Store, at time.Time) ratelab.Hit {
+// rule is the original's: 30 per hour, fixed window, named demo-start.
+var rule = storetest.Original
+
+func hit(t *testing.T, s *fixedfilestore.Store, at time.Time) ratelab.Decision {
 	t.Helper()
-	h, err := s.HitAt(storetest.Key, time.Hour, at)
+	d, err := s.TakeAt(context.Background(), rule, storetest.Key, at)
 	require.NoError(t, err)
-	return h
+	return d
 }
 
-func TestWindow(t *testing.T) {
-	storetest.Window(t, func(t *testing.T) ratelab.Store {
-		s, _ := newStore(t, fixedfilestore.Options{})
-		return s
-	})
+// count is the fixed window's count after a hit within the limit.
+func count(d ratelab.Decision) int64 { return rule.Limit - d.Remaining }
+
+func TestStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) func() ratelab.Store {
+		base := t.TempDir()
+		return func() ratelab.Store {
+			s, _ := newStoreAt(t, base, fixedfilestore.Options{})
+			return s
+		}
+	}, true)
 }
 
 // The original's cross-process test: two instances on one directory share
@@ -63,7 +74,7 @@ func TestStateSurvivesAcrossInstances(t *testing.T) {
 		s, _ := newStoreAt(t, base, fixedfilestore.Options{})
 		return s
 	})
-	assert.Equal(t, int64(2), got)
+	assert.Equal(t, int64(28), got)
 }
 
 func TestOnDiskFormatMatchesTheOriginal(t *testing.T) {
@@ -72,9 +83,9 @@ func TestOnDiskFormatMatchesTheOriginal(t *testing.T) {
 	hit(t, s, t0)
 	hit(t, s, t0.Add(time.Second))
 
-	sum := sha256.Sum256([]byte(storetest.Key))
+	sum := sha256.Sum256([]byte("demo-start:" + storetest.Key)) // the original's key
 	path := filepath.Join(base, "rate-limits", hex.EncodeToString(sum[:])+".json")
-	assert.Equal(t, path, s.Path(storetest.Key))
+	assert.Equal(t, path, s.Path(rule, storetest.Key))
 	got, err := os.ReadFile(path)
 	require.NoError(t, err)
 	// What PHP's json_encode(['count' => 2, 'reset_at' => 1783558800]) writes.
@@ -82,7 +93,7 @@ func TestOnDiskFormatMatchesTheOriginal(t *testing.T) {
 
 	// A file the PHP original wrote is read as is.
 	require.NoError(t, os.WriteFile(path, []byte(`{"count":29,"reset_at":1783558800}`), 0o600))
-	assert.Equal(t, int64(30), hit(t, s, t0.Add(2*time.Second)).Count)
+	assert.Equal(t, int64(30), count(hit(t, s, t0.Add(2*time.Second))))
 }
 
 func TestPermissions(t *testing.T) {
@@ -91,21 +102,9 @@ func TestPermissions(t *testing.T) {
 	di, err := os.Stat(s.Dir())
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o700), di.Mode().Perm(), "state directory")
-	fi, err := os.Stat(s.Path(storetest.Key))
+	fi, err := os.Stat(s.Path(rule, storetest.Key))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "state file")
-}
-
-func TestEncodeDecodeRoundTrip(t *testing.T) {
-	for _, st := range []ratelab.State{{Count: 0, ResetAt: 1}, {Count: 31, ResetAt: 1783558800}, {Count: 1<<63 - 1, ResetAt: 1<<63 - 1}} {
-		got, err := fixedfilestore.Decode(fixedfilestore.Encode(nil, st))
-		require.NoError(t, err)
-		assert.Equal(t, st, got)
-	}
-	// The reader accepts what other JSON writers may produce.
-	got, err := fixedfilestore.Decode([]byte(" { \"reset_at\": 1783558800, \"count\": 3 }\n"))
-	require.NoError(t, err)
-	assert.Equal(t, ratelab.State{Count: 3, ResetAt: 1783558800}, got)
 }
 
 func TestCorruptStateIsLoggedAndReplaced(t *testing.T) {
@@ -128,11 +127,11 @@ func TestCorruptStateIsLoggedAndReplaced(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed} {
 				s, logs := newStore(t, fixedfilestore.Options{FailPolicy: policy})
-				path := s.Path(storetest.Key)
+				path := s.Path(rule, storetest.Key)
 				require.NoError(t, os.WriteFile(path, []byte(tt.content), 0o600))
 
 				h := hit(t, s, t0)
-				assert.Equal(t, int64(1), h.Count, "policy %v: a fresh window", policy)
+				assert.Equal(t, int64(1), count(h), "policy %v: a fresh window", policy)
 				assert.NoError(t, h.NotCounted, "policy %v: the hit is counted in the fresh window", policy)
 				assert.Contains(t, logs.String(), "corrupt state replaced", "policy %v", policy)
 				assert.Contains(t, logs.String(), tt.wantErr, "policy %v", policy)
@@ -141,7 +140,7 @@ func TestCorruptStateIsLoggedAndReplaced(t *testing.T) {
 				got, err := os.ReadFile(path)
 				require.NoError(t, err)
 				assert.Equal(t, `{"count":1,"reset_at":1783558800}`, string(got), "policy %v: repaired", policy)
-				assert.Equal(t, int64(2), hit(t, s, t0).Count, "policy %v: counting resumes", policy)
+				assert.Equal(t, int64(2), count(hit(t, s, t0)), "policy %v: counting resumes", policy)
 			}
 		})
 	}
@@ -149,22 +148,26 @@ func TestCorruptStateIsLoggedAndReplaced(t *testing.T) {
 
 func TestEmptyFileIsAFreshWindowWithoutComplaint(t *testing.T) {
 	s, logs := newStore(t, fixedfilestore.Options{})
-	require.NoError(t, os.WriteFile(s.Path(storetest.Key), nil, 0o600))
-	assert.Equal(t, int64(1), hit(t, s, t0).Count)
+	require.NoError(t, os.WriteFile(s.Path(rule, storetest.Key), nil, 0o600))
+	assert.Equal(t, int64(1), count(hit(t, s, t0)))
 	assert.Empty(t, logs.String())
 }
 
-func TestResetAtTooFarAheadIsClamped(t *testing.T) {
-	s, logs := newStore(t, fixedfilestore.Options{})
-	// Written by a clock two hours ahead, or by hand.
-	future := t0.Add(3 * time.Hour).Unix()
-	require.NoError(t, os.WriteFile(s.Path(storetest.Key), fixedfilestore.Encode(nil, ratelab.State{Count: 12, ResetAt: future}), 0o600))
-
-	h := hit(t, s, t0)
-	assert.Equal(t, int64(13), h.Count, "the count is kept")
-	assert.Equal(t, t0.Add(time.Hour).Unix(), h.ResetAt.Unix(), "the window lasts at most one window from now")
-	assert.Contains(t, logs.String(), "clamped")
-	assert.Equal(t, int64(1), hit(t, s, t0.Add(time.Hour)).Count, "and it ends there")
+// A window ending further ahead than one window and MaxSkew was written by
+// another rule of the same name (or a clock far ahead): the hit is a
+// conflict, the file untouched, under either policy.
+func TestWindowTooFarAheadIsAConflict(t *testing.T) {
+	for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed} {
+		s, _ := newStore(t, fixedfilestore.Options{FailPolicy: policy})
+		future := []byte(fmt.Sprintf(`{"count":12,"reset_at":%d}`, t0.Add(3*time.Hour).Unix()))
+		require.NoError(t, os.WriteFile(s.Path(rule, storetest.Key), future, 0o600))
+		_, err := s.TakeAt(context.Background(), rule, storetest.Key, t0)
+		require.ErrorIs(t, err, ratelab.ErrRuleConflict, "policy %v", policy)
+		assert.Contains(t, err.Error(), "3h0m0s after this hit")
+		got, err := os.ReadFile(s.Path(rule, storetest.Key))
+		require.NoError(t, err)
+		assert.Equal(t, string(future), string(got), "policy %v: the other rule's state was touched", policy)
+	}
 }
 
 // Each failure to reach the state is checked under both policies: fail-open
@@ -175,11 +178,11 @@ func checkPolicies(t *testing.T, breakIt func(t *testing.T, s *fixedfilestore.St
 		t.Run("fail-"+policy.String(), func(t *testing.T) {
 			s, logs := newStore(t, fixedfilestore.Options{FailPolicy: policy, LockWait: 20 * time.Millisecond})
 			breakIt(t, s)
-			h, err := s.HitAt(storetest.Key, time.Hour, t0)
+			h, err := s.TakeAt(context.Background(), rule, storetest.Key, t0)
 			if policy == ratelab.FailOpen {
 				require.NoError(t, err)
-				assert.Equal(t, int64(1), h.Count)
-				assert.Equal(t, t0.Add(time.Hour).Unix(), h.ResetAt.Unix())
+				assert.True(t, h.Allowed)
+				assert.Equal(t, int64(29), h.Remaining)
 				require.Error(t, h.NotCounted, "fail-open must say the hit was not counted")
 				assert.Contains(t, h.NotCounted.Error(), wantCause)
 				assert.Contains(t, logs.String(), "hit not counted (fail-open)")
@@ -188,7 +191,7 @@ func checkPolicies(t *testing.T, breakIt func(t *testing.T, s *fixedfilestore.St
 				assert.Contains(t, err.Error(), wantCause)
 				assert.Contains(t, logs.String(), "hit refused (fail-closed)")
 			}
-			assert.Contains(t, logs.String(), s.Path(storetest.Key), "the log names the path")
+			assert.Contains(t, logs.String(), s.Path(rule, storetest.Key), "the log names the path")
 		})
 	}
 }
@@ -197,7 +200,7 @@ func TestSymlinkAtStatePathIsRefused(t *testing.T) {
 	target := filepath.Join(t.TempDir(), "victim")
 	require.NoError(t, os.WriteFile(target, []byte("precious"), 0o600))
 	checkPolicies(t, func(t *testing.T, s *fixedfilestore.Store) {
-		require.NoError(t, os.Symlink(target, s.Path(storetest.Key)))
+		require.NoError(t, os.Symlink(target, s.Path(rule, storetest.Key)))
 	}, "symlink")
 	got, err := os.ReadFile(target)
 	require.NoError(t, err)
@@ -206,7 +209,7 @@ func TestSymlinkAtStatePathIsRefused(t *testing.T) {
 
 func TestDirectoryAtStatePath(t *testing.T) {
 	checkPolicies(t, func(t *testing.T, s *fixedfilestore.Store) {
-		require.NoError(t, os.Mkdir(s.Path(storetest.Key), 0o700))
+		require.NoError(t, os.Mkdir(s.Path(rule, storetest.Key), 0o700))
 	}, "directory")
 }
 
@@ -239,7 +242,7 @@ func TestStateDirectoryVanishesAndIsRecreated(t *testing.T) {
 	require.NoError(t, os.RemoveAll(s.Dir()))
 	h := hit(t, s, t0)
 	assert.NoError(t, h.NotCounted)
-	assert.Equal(t, int64(1), h.Count, "the old count went with the directory")
+	assert.Equal(t, int64(1), count(h), "the old count went with the directory")
 	di, err := os.Stat(s.Dir())
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o700), di.Mode().Perm())
@@ -248,7 +251,7 @@ func TestStateDirectoryVanishesAndIsRecreated(t *testing.T) {
 
 func TestLockTimeoutFollowsPolicy(t *testing.T) {
 	checkPolicies(t, func(t *testing.T, s *fixedfilestore.Store) {
-		holdLock(t, s.Path(storetest.Key))
+		holdLock(t, s.Path(rule, storetest.Key))
 	}, "timed out waiting for the lock")
 }
 
@@ -264,7 +267,7 @@ func holdLock(t *testing.T, path string) {
 
 func TestLockIsReleasedAfterTimeout(t *testing.T) {
 	s, _ := newStore(t, fixedfilestore.Options{LockWait: 10 * time.Millisecond})
-	path := s.Path(storetest.Key)
+	path := s.Path(rule, storetest.Key)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	require.NoError(t, err)
 	require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX))
@@ -274,7 +277,7 @@ func TestLockIsReleasedAfterTimeout(t *testing.T) {
 
 	h = hit(t, s, t0)
 	assert.NoError(t, h.NotCounted)
-	assert.Equal(t, int64(1), h.Count)
+	assert.Equal(t, int64(1), count(h))
 }
 
 func TestNewRejectsBadInput(t *testing.T) {
@@ -312,12 +315,14 @@ func TestNewRejectsBadInput(t *testing.T) {
 // flock, not a mutex: 8 goroutines × 200 hits count exactly 1600.
 func TestConcurrentInstancesAreExact(t *testing.T) {
 	base := t.TempDir()
+	rule := rule
+	rule.Limit = 1 << 20
 	var wg sync.WaitGroup
 	for range 8 {
 		s, _ := newStoreAt(t, base, fixedfilestore.Options{})
 		wg.Go(func() {
 			for range 200 {
-				if h, err := s.HitAt(storetest.Key, time.Hour, t0); err != nil || h.NotCounted != nil {
+				if h, err := s.TakeAt(context.Background(), rule, storetest.Key, t0); err != nil || h.NotCounted != nil {
 					t.Errorf("hit: %v %v", err, h.NotCounted)
 					return
 				}
@@ -326,76 +331,92 @@ func TestConcurrentInstancesAreExact(t *testing.T) {
 	}
 	wg.Wait()
 	s, _ := newStoreAt(t, base, fixedfilestore.Options{})
-	assert.Equal(t, int64(1601), hit(t, s, t0).Count)
+	d, err := s.TakeAt(context.Background(), rule, storetest.Key, t0)
+	require.NoError(t, err)
+	assert.Equal(t, rule.Limit-1601, d.Remaining, "remaining after 1601 hits")
 }
 
 func TestClockOption(t *testing.T) {
-	s, _ := newStore(t, fixedfilestore.Options{Clock: func() time.Time { return t0 }})
-	h, err := s.Hit(storetest.Key, time.Hour)
+	s, _ := newStore(t, fixedfilestore.Options{Clock: func() time.Time { return t0.Add(time.Second) }})
+	d, err := s.Take(context.Background(), rule, storetest.Key)
 	require.NoError(t, err)
-	assert.Equal(t, t0.Add(time.Hour).Unix(), h.ResetAt.Unix())
+	assert.Equal(t, time.Hour, d.ResetAfter)
 }
 
-func TestSlidingCounterAlgorithm(t *testing.T) {
-	base := t.TempDir()
-	open := func() *fixedfilestore.Store {
-		s, _ := newStoreAt(t, base, fixedfilestore.Options{Algorithm: ratelab.SlidingCounter})
-		return s
+// Every algorithm has a file of its own, named by suffix, so one rule name
+// under two algorithms never meets; each file holds the documented JSON.
+func TestEveryAlgorithmHasItsFile(t *testing.T) {
+	s, _ := newStore(t, fixedfilestore.Options{})
+	want := map[ratelab.Algorithm]string{
+		ratelab.FixedWindow:    `{"count":1,"reset_at":1783555260}`,
+		ratelab.SlidingCounter: `{"window":60,"window_start":1783555200,"count":1,"prev_count":0}`,
+		ratelab.SlidingLog:     `{"window":60,"ts":[1783555200000]}`,
+		ratelab.GCRA:           `{"window":60,"tat":1783555220000}`,
 	}
-	// 30 hits near the end of one hour, from several instances (processes).
-	for range 30 {
-		h, err := open().HitAt(storetest.Key, time.Hour, t0.Add(59*time.Minute))
+	for _, r := range storetest.Rules() {
+		r.Name = "same-name"
+		storetest.Take(t, s, r, storetest.Key, t0)
+		path := s.Path(r, storetest.Key)
+		assert.True(t, strings.HasSuffix(path, algorithm.Suffix(r.Algorithm)), path)
+		got, err := os.ReadFile(path)
 		require.NoError(t, err)
-		require.NoError(t, h.NotCounted)
-	}
-	s := open()
-	assert.True(t, strings.HasSuffix(s.Path(storetest.Key), ".sliding.json"))
-	got, err := os.ReadFile(s.Path(storetest.Key))
-	require.NoError(t, err)
-	assert.Equal(t, fmt.Sprintf(`{"window_start":%d,"count":30,"prev_count":0}`, t0.Unix()), string(got))
-
-	// At the reset the previous hour still weighs in full: no fresh 30.
-	h, err := s.HitAt(storetest.Key, time.Hour, t0.Add(time.Hour))
-	require.NoError(t, err)
-	assert.Equal(t, int64(31), h.Count, "30 × (3600−0)/3600 + 1")
-	l, err := ratelab.NewLimiter(s, 30, time.Hour)
-	require.NoError(t, err)
-	d, err := l.AllowAt(storetest.Key, t0.Add(time.Hour))
-	require.NoError(t, err)
-	assert.False(t, d.Allowed)
-	assert.Equal(t, 6*time.Minute, d.ResetIn, "two hits here so far; a third needs 30(3600−e) + 3·3600 ≤ 30·3600: e ≥ 360 s")
-}
-
-func TestSlidingCorruptStateIsReplaced(t *testing.T) {
-	s, logs := newStore(t, fixedfilestore.Options{Algorithm: ratelab.SlidingCounter})
-	require.NoError(t, os.WriteFile(s.Path(storetest.Key), []byte(`{"count":3,"reset_at":1}`), 0o600))
-	h := hit(t, s, t0)
-	assert.Equal(t, int64(1), h.Count)
-	assert.Contains(t, logs.String(), `lacks \"window_start\"`)
-	for _, bad := range []string{`{"window_start":1,"count":-1,"prev_count":0}`, `{"window_start":1,"count":1,"prev_count":0} x`} {
-		_, err := fixedfilestore.DecodeSliding([]byte(bad))
-		assert.Error(t, err, bad)
+		assert.Equal(t, want[r.Algorithm], string(got), "%s state", r.Algorithm)
 	}
 }
 
-func TestUnknownAlgorithm(t *testing.T) {
-	_, err := fixedfilestore.New(t.TempDir(), fixedfilestore.Options{Algorithm: "leaky"})
-	assert.ErrorContains(t, err, "use fixed or sliding")
+// A corrupt state of any algorithm is logged and replaced by a fresh one.
+func TestCorruptStateOfEveryAlgorithmIsReplaced(t *testing.T) {
+	for _, r := range storetest.Rules() {
+		s, logs := newStore(t, fixedfilestore.Options{})
+		require.NoError(t, os.WriteFile(s.Path(r, storetest.Key), []byte(`{"count":3,"reset_at":1`), 0o600))
+		d := storetest.Take(t, s, r, storetest.Key, t0)
+		assert.True(t, d.Allowed, "%s", r.Algorithm)
+		assert.Contains(t, logs.String(), "corrupt state replaced", "%s", r.Algorithm)
+	}
 }
 
-func TestSweepAndInspectKnowSlidingFiles(t *testing.T) {
-	s, _ := newStore(t, fixedfilestore.Options{Algorithm: ratelab.SlidingCounter})
-	hit(t, s, t0)
+func TestSweepAndInspectKnowEveryAlgorithm(t *testing.T) {
+	s, _ := newStore(t, fixedfilestore.Options{})
+	for _, r := range storetest.Rules() {
+		storetest.Take(t, s, r, storetest.Key, t0)
+		age(t, s.Path(r, storetest.Key), t0)
+	}
 	entries, err := s.Inspect()
 	require.NoError(t, err)
-	require.Len(t, entries, 1)
-	require.NotNil(t, entries[0].Sliding)
-	assert.True(t, entries[0].Live(t0.Add(time.Hour), time.Hour), "its count still weighs in the next window")
-	assert.False(t, entries[0].Live(t0.Add(2*time.Hour), time.Hour))
-	age(t, s.Path(storetest.Key), t0)
-	report, err := s.SweepAt(time.Hour, t0.Add(3*time.Hour))
+	require.Len(t, entries, 4)
+	for _, e := range entries {
+		require.NoError(t, e.Err)
+		assert.True(t, e.Live(t0.Add(time.Second)), "%s: live just after its hit", e.Algorithm)
+		assert.False(t, e.Live(t0.Add(3*time.Minute)), "%s: nothing left to weigh three windows on", e.Algorithm)
+	}
+	report, err := s.SweepAt(time.Minute, t0.Add(3*time.Hour))
 	require.NoError(t, err)
-	assert.Equal(t, fixedfilestore.Removed, report[0].Action)
+	for _, e := range report {
+		assert.Equal(t, fixedfilestore.Removed, e.Action, e.Name)
+	}
+}
+
+// A hit whose context ends while it waits for a held lock returns the
+// context's error under either policy, promptly, and counts nothing.
+func TestContextEndsTheLockWait(t *testing.T) {
+	for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed} {
+		s, _ := newStore(t, fixedfilestore.Options{FailPolicy: policy, LockWait: time.Minute})
+		holdLock(t, s.Path(rule, storetest.Key))
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() {
+			_, err := s.TakeAt(ctx, rule, storetest.Key, t0)
+			errc <- err
+		}()
+		cancel()
+		select {
+		case err := <-errc:
+			assert.ErrorIs(t, err, context.Canceled, "policy %v", policy)
+			assert.NotErrorIs(t, err, ratelab.ErrUnavailable, "policy %v", policy)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("policy %v: the hit kept waiting after its context ended", policy)
+		}
+	}
 }
 
 // With a hung holder and more waiters than the store lets block, the extra
@@ -403,7 +424,7 @@ func TestSweepAndInspectKnowSlidingFiles(t *testing.T) {
 // blocked goroutines finish once the holder goes away.
 func TestHungHolderBoundsBlockedWaiters(t *testing.T) {
 	s, _ := newStore(t, fixedfilestore.Options{LockWait: 50 * time.Millisecond})
-	path := s.Path(storetest.Key)
+	path := s.Path(rule, storetest.Key)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	require.NoError(t, err)
 	require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX))
@@ -413,7 +434,7 @@ func TestHungHolderBoundsBlockedWaiters(t *testing.T) {
 	notCounted := make([]error, n)
 	for i := range n {
 		wg.Go(func() {
-			h, err := s.HitAt(storetest.Key, time.Hour, t0)
+			h, err := s.TakeAt(context.Background(), rule, storetest.Key, t0)
 			if err != nil {
 				notCounted[i] = err
 				return
@@ -432,5 +453,5 @@ func TestHungHolderBoundsBlockedWaiters(t *testing.T) {
 		"abandoned waiters must get the lock, release it and finish")
 	h := hit(t, s, t0)
 	assert.NoError(t, h.NotCounted)
-	assert.Equal(t, int64(1), h.Count, "no abandoned waiter counted a hit")
+	assert.Equal(t, int64(1), count(h), "no abandoned waiter counted a hit")
 }

@@ -28,7 +28,7 @@ type SweepEntry struct {
 	Reason  string // why it was skipped or kept
 }
 
-var stateName = regexp.MustCompile(`^[0-9a-f]{64}(\.sliding)?\.json$`)
+var stateName = regexp.MustCompile(`^[0-9a-f]{64}(\.sliding|\.log|\.gcra)?\.json$`)
 
 // Sweep is SweepAt(window, clock()).
 func (s *Store) Sweep(window time.Duration) ([]SweepEntry, error) {

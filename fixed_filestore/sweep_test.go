@@ -3,6 +3,7 @@
 package fixedfilestore_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -35,9 +36,9 @@ func TestSweepRules(t *testing.T) {
 	now := t0.Add(100 * time.Hour)
 	cutoff := now.Add(-2 * time.Hour)
 	key := func(k string) string {
-		_, err := s.HitAt(k, time.Hour, t0)
+		_, err := s.TakeAt(context.Background(), rule, k, t0)
 		require.NoError(t, err)
-		return fixedfilestore.FileName(k)
+		return fixedfilestore.FileName(rule, k)
 	}
 	stale, fresh, edge, busy := key("stale"), key("fresh"), key("edge"), key("busy")
 	age(t, filepath.Join(s.Dir(), stale), cutoff.Add(-time.Second))
@@ -52,9 +53,9 @@ func TestSweepRules(t *testing.T) {
 	victim := filepath.Join(t.TempDir(), "victim")
 	require.NoError(t, os.WriteFile(victim, nil, 0o600))
 	age(t, victim, t0)
-	link := fixedfilestore.FileName("link")
+	link := fixedfilestore.FileName(rule, "link")
 	require.NoError(t, os.Symlink(victim, filepath.Join(s.Dir(), link)))
-	dir := fixedfilestore.FileName("dir")
+	dir := fixedfilestore.FileName(rule, "dir")
 	require.NoError(t, os.Mkdir(filepath.Join(s.Dir(), dir), 0o700))
 	age(t, filepath.Join(s.Dir(), dir), t0)
 
@@ -97,7 +98,7 @@ func TestSweepCannotLoseAConcurrentHit(t *testing.T) {
 	base := t.TempDir()
 	sweeper, _ := newStoreAt(t, base, fixedfilestore.Options{})
 	hitter, _ := newStoreAt(t, base, fixedfilestore.Options{})
-	path := hitter.Path(storetest.Key)
+	path := hitter.Path(rule, storetest.Key)
 
 	// A window that ended long ago.
 	hit(t, hitter, t0)
@@ -120,8 +121,8 @@ func TestSweepCannotLoseAConcurrentHit(t *testing.T) {
 	}
 	go func() {
 		defer close(done)
-		h, err := hitter.HitAt(storetest.Key, time.Hour, now)
-		h1.count, h1.err = h.Count, err
+		h, err := hitter.TakeAt(context.Background(), rule, storetest.Key, now)
+		h1.count, h1.err = count(h), err
 		if err == nil {
 			h1.err = h.NotCounted
 		}
@@ -138,7 +139,7 @@ func TestSweepCannotLoseAConcurrentHit(t *testing.T) {
 	assert.Equal(t, int64(1), h1.count, "first hit of a new window")
 	_, err = os.Stat(path)
 	require.NoError(t, err, "the hit must land in a file at the path")
-	assert.Equal(t, int64(2), hit(t, hitter, now).Count, "the next hit sees the first: nothing was lost")
+	assert.Equal(t, int64(2), count(hit(t, hitter, now)), "the next hit sees the first: nothing was lost")
 }
 
 // A sweep that finds a file locked by a hit leaves it alone, even if the
@@ -146,7 +147,7 @@ func TestSweepCannotLoseAConcurrentHit(t *testing.T) {
 func TestSweepSkipsAFileBeingHit(t *testing.T) {
 	s, _ := newStore(t, fixedfilestore.Options{})
 	hit(t, s, t0)
-	path := s.Path(storetest.Key)
+	path := s.Path(rule, storetest.Key)
 	age(t, path, t0)
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	require.NoError(t, err)

@@ -4,6 +4,7 @@ package fixedfilestore_test
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/algorithm"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/internal/childproc"
 	"github.com/ratelab/ratelab/internal/storetest"
@@ -60,7 +62,9 @@ func tortureChild(role string) error {
 		if err != nil {
 			return err
 		}
-		l, err := ratelab.NewLimiter(s, envInt("T_LIMIT"), time.Hour)
+		r := rule
+		r.Limit = int64(envInt("T_LIMIT"))
+		l, err := ratelab.NewLimiter(s, r)
 		if err != nil {
 			return err
 		}
@@ -74,7 +78,7 @@ func tortureChild(role string) error {
 			if keys > 1 {
 				key = fmt.Sprintf("key-%d", i%keys)
 			}
-			d, err := l.AllowAt(key, t0)
+			d, err := l.AllowAt(context.Background(), key, t0)
 			switch {
 			case err != nil:
 				failed++
@@ -175,9 +179,9 @@ func collect(t *testing.T, ps []*childproc.Proc) []hitterResult {
 func readCount(t *testing.T, base, key string) int64 {
 	t.Helper()
 	s, _ := newStoreAt(t, base, fixedfilestore.Options{})
-	b, err := os.ReadFile(s.Path(key))
+	b, err := os.ReadFile(s.Path(rule, key))
 	require.NoError(t, err)
-	st, err := fixedfilestore.Decode(b)
+	st, err := algorithm.DecodeFixed(b)
 	require.NoError(t, err)
 	return st.Count
 }
@@ -216,7 +220,7 @@ func TestTortureKilledHolder(t *testing.T) {
 	for range 7 {
 		hit(t, s, t0)
 	}
-	holder := startHolder(t, s.Path(storetest.Key))
+	holder := startHolder(t, s.Path(rule, storetest.Key))
 	ps := startHitters(t, 4, "T_BASE="+base, "T_LIMIT=30", "T_HITS=1")
 	goAll(t, ps)
 	for _, p := range ps {
@@ -239,7 +243,7 @@ func TestTortureStoppedHolder(t *testing.T) {
 	base := t.TempDir()
 	s, _ := newStoreAt(t, base, fixedfilestore.Options{})
 	hit(t, s, t0)
-	holder := startHolder(t, s.Path(storetest.Key))
+	holder := startHolder(t, s.Path(rule, storetest.Key))
 	require.NoError(t, holder.Cmd.Process.Signal(syscall.SIGSTOP))
 
 	open := startHitters(t, 2, "T_BASE="+base, "T_LIMIT=30", "T_HITS=1", "T_WAIT=200ms", "T_POLICY=open")
@@ -258,7 +262,7 @@ func TestTortureStoppedHolder(t *testing.T) {
 	require.NoError(t, holder.Close()) // it releases the lock and exits
 	h := hit(t, s, t0)
 	assert.NoError(t, h.NotCounted)
-	assert.Equal(t, int64(2), h.Count, "recovered: the stopped holder's wait lost nothing else")
+	assert.Equal(t, int64(2), count(h), "recovered: the stopped holder's wait lost nothing else")
 }
 
 // A sweep in a loop while 8 processes hit 50 keys whose old windows are
@@ -269,8 +273,8 @@ func TestTortureSweepLoop(t *testing.T) {
 	old := time.Now().Add(-3 * time.Hour)
 	for k := range 50 {
 		key := fmt.Sprintf("key-%d", k)
-		require.NoError(t, os.WriteFile(s.Path(key), fixedfilestore.Encode(nil, ratelab.State{Count: 99, ResetAt: t0.Unix() - 7200}), 0o600))
-		age(t, s.Path(key), old)
+		require.NoError(t, os.WriteFile(s.Path(rule, key), algorithm.Fixed{Count: 99, ResetAt: t0.Unix() - 7200}.Append(nil), 0o600))
+		age(t, s.Path(rule, key), old)
 	}
 	sweeper, err := childproc.Start("sweeper", "RATELAB_TORTURE_CHILD=sweeper", "T_BASE="+base)
 	require.NoError(t, err)
@@ -305,7 +309,7 @@ func TestTortureCorruptionUnderTraffic(t *testing.T) {
 	opts := fixedfilestore.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), LockWait: time.Second}
 	s, err := fixedfilestore.New(base, opts)
 	require.NoError(t, err)
-	path := s.Path(storetest.Key)
+	path := s.Path(rule, storetest.Key)
 
 	var stop atomic.Bool
 	var counted, notCounted atomic.Int64
@@ -315,7 +319,7 @@ func TestTortureCorruptionUnderTraffic(t *testing.T) {
 		require.NoError(t, err)
 		wg.Go(func() {
 			for !stop.Load() {
-				h, err := hs.HitAt(storetest.Key, time.Hour, t0)
+				h, err := hs.TakeAt(context.Background(), rule, storetest.Key, t0)
 				if err != nil {
 					t.Errorf("fail-open store returned an error: %v", err)
 					return
@@ -352,8 +356,10 @@ func TestTortureCorruptionUnderTraffic(t *testing.T) {
 	got, err := os.ReadFile(target)
 	require.NoError(t, err)
 	assert.Equal(t, "precious", string(got), "nothing was written through the symlink")
-	before := hit(t, s, t0).Count
-	assert.Equal(t, before+1, hit(t, s, t0).Count, "counting goes on")
+	hit(t, s, t0)
+	before := readCount(t, base, storetest.Key)
+	hit(t, s, t0)
+	assert.Equal(t, before+1, readCount(t, base, storetest.Key), "counting goes on")
 }
 
 // The base directory vanishes mid-run: fail-open lets hits through
@@ -370,7 +376,7 @@ func TestTortureBaseVanishes(t *testing.T) {
 			for range 4 {
 				wg.Go(func() {
 					for !stop.Load() {
-						h, err := s.HitAt(storetest.Key, time.Hour, t0)
+						h, err := s.TakeAt(context.Background(), rule, storetest.Key, t0)
 						switch {
 						case errors.Is(err, ratelab.ErrUnavailable):
 							refused.Add(1)

@@ -75,13 +75,24 @@ type App struct {
 	// Now, if not zero, is the instant every request is handled at, in every
 	// process: a fixed clock, so a run's Retry-After values are exact.
 	Now time.Time
-	// Algorithm is the file store's windowing rule; "" means fixed.
+	// Algorithm is the rule's algorithm; "" means fixed.
 	Algorithm ratelab.Algorithm
+	// Burst is GCRA's burst; 0 means 1.
+	Burst int
 }
 
-// KeyPrefix is the original's key prefix; the key is this plus the
-// client's address.
-const KeyPrefix = "demo-start:ip:"
+// RuleName and KeyPrefix make the original's key: rule "demo-start"
+// counting key "ip:" + the client's address has the state key
+// "demo-start:ip:<address>".
+const (
+	RuleName  = "demo-start"
+	KeyPrefix = "ip:"
+)
+
+// Rule is the rule the endpoint enforces.
+func (a App) Rule() ratelab.Rule {
+	return ratelab.Rule{Name: RuleName, Limit: int64(a.Limit), Window: a.Window, Algorithm: a.Algorithm, Burst: int64(a.Burst)}
+}
 
 // Validate reports the first thing wrong with a, in words a user can act on.
 func (a App) Validate() error {
@@ -98,18 +109,7 @@ func (a App) Validate() error {
 	default:
 		return fmt.Errorf("harness: unknown store %q: use memory, file or redis", a.Store)
 	}
-	if a.Limit <= 0 {
-		return fmt.Errorf("harness: limit %d must be positive", a.Limit)
-	}
-	if a.Algorithm != "" {
-		if _, err := ratelab.ParseAlgorithm(string(a.Algorithm)); err != nil {
-			return err
-		}
-		if a.Algorithm != ratelab.FixedWindow && a.Store == "memory" {
-			return fmt.Errorf("harness: algorithm %s needs the file or redis store", a.Algorithm)
-		}
-	}
-	return ratelab.CheckWindow(a.Window)
+	return a.Rule().Validate()
 }
 
 func (a App) env(role string) []string {
@@ -123,6 +123,7 @@ func (a App) env(role string) []string {
 		"RATELAB_FAIL=" + a.FailPolicy.String(),
 		"RATELAB_NOW=" + formatNow(a.Now),
 		"RATELAB_ALGORITHM=" + string(a.Algorithm),
+		"RATELAB_BURST=" + strconv.Itoa(a.Burst),
 		// A binary built with -race sleeps a second on exit by default;
 		// a CGI child exits after every request. Keep any other setting.
 		"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"),
@@ -142,6 +143,9 @@ func appFromEnv() (App, error) {
 		return a, err
 	}
 	a.Algorithm = ratelab.Algorithm(os.Getenv("RATELAB_ALGORITHM"))
+	if a.Burst, err = strconv.Atoi(os.Getenv("RATELAB_BURST")); err != nil {
+		return a, fmt.Errorf("RATELAB_BURST: %w", err)
+	}
 	if v := os.Getenv("RATELAB_NOW"); v != "" {
 		if a.Now, err = time.Parse(time.RFC3339Nano, v); err != nil {
 			return a, fmt.Errorf("RATELAB_NOW: %w", err)
@@ -163,7 +167,7 @@ func (a App) Handler(logger *slog.Logger) (http.Handler, error) {
 	case "memory":
 		store = new(brokeninmemory.Store)
 	case "file":
-		s, err := fixedfilestore.New(a.Dir, fixedfilestore.Options{FailPolicy: a.FailPolicy, Logger: logger, Algorithm: a.Algorithm})
+		s, err := fixedfilestore.New(a.Dir, fixedfilestore.Options{FailPolicy: a.FailPolicy, Logger: logger})
 		if err != nil {
 			return nil, err
 		}
@@ -173,14 +177,14 @@ func (a App) Handler(logger *slog.Logger) (http.Handler, error) {
 		if err != nil {
 			return nil, err
 		}
-		s, err := redisstore.New(c, redisstore.Options{FailPolicy: a.FailPolicy, Logger: logger, Algorithm: a.Algorithm})
+		s, err := redisstore.New(c, redisstore.Options{FailPolicy: a.FailPolicy, Logger: logger})
 		if err != nil {
 			return nil, err
 		}
 		store = s
 	}
 	// !-store
-	l, err := ratelab.NewLimiter(store, a.Limit, a.Window)
+	l, err := ratelab.NewLimiter(store, a.Rule())
 	if err != nil {
 		return nil, err
 	}

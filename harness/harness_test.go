@@ -127,7 +127,7 @@ func TestBadConfig(t *testing.T) {
 	}{
 		{"unknown model", harness.Config{Model: "fpm", App: harness.App{Store: "memory", Limit: 1, Window: time.Hour}}, "unknown model"},
 		{"unknown store", harness.Config{Model: harness.Single, App: harness.App{Store: "apcu", Limit: 1, Window: time.Hour}}, "unknown store"},
-		{"zero limit", harness.Config{Model: harness.Single, App: harness.App{Store: "memory", Window: time.Hour}}, "must be positive"},
+		{"zero limit", harness.Config{Model: harness.Single, App: harness.App{Store: "memory", Window: time.Hour}}, "limit 0 must be from 1"},
 		{"bad window", harness.Config{Model: harness.Single, App: harness.App{Store: "memory", Limit: 1}}, "whole number of seconds"},
 		{"file without dir", harness.Config{Model: harness.Single, App: harness.App{Store: "file", Limit: 1, Window: time.Hour}}, "needs a directory"},
 		{"no workers", harness.Config{Model: harness.Pool, App: harness.App{Store: "memory", Limit: 1, Window: time.Hour}}, "workers 0 must be positive"},

@@ -3,6 +3,7 @@
 package racetests
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/algorithm"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/internal/childproc"
 )
@@ -166,7 +167,7 @@ func LostUpdate(dir string, lock bool) (Result, error) {
 // B waits until A is done.
 func TornRead(dir string, order WriteOrder, lock bool) (Result, error) {
 	path := filepath.Join(dir, "state.json")
-	if err := os.WriteFile(path, fixedfilestore.Encode(nil, ratelab.State{Count: 5, ResetAt: demoNow().Unix() + 3600}), 0o600); err != nil {
+	if err := os.WriteFile(path, algorithm.Fixed{Count: 5, ResetAt: demoNow().Unix() + 3600}.Append(nil), 0o600); err != nil {
 		return Result{}, err
 	}
 	a, err := child("A", roleCounter, path, counterEnv(lock, order, "mid-write")...)
@@ -294,7 +295,7 @@ func ReplaceByRename(dir string, rename bool) (Result, error) {
 	if _, err := a.Expect("locked"); err != nil {
 		return Result{}, err
 	}
-	state := fixedfilestore.Encode(nil, ratelab.State{Count: 7, ResetAt: demoNow().Unix() + 3600})
+	state := algorithm.Fixed{Count: 7, ResetAt: demoNow().Unix() + 3600}.Append(nil)
 	if rename {
 		tmp := path + ".tmp"
 		if err := os.WriteFile(tmp, state, 0o600); err != nil {
@@ -335,11 +336,11 @@ func HolderKilled(dir string) (Result, time.Duration, error) {
 		return Result{}, 0, err
 	}
 	for range 5 {
-		if _, err := store.HitAt(StressKey, Window, demoNow()); err != nil {
+		if _, err := store.TakeAt(context.Background(), CountRule(), StressKey, demoNow()); err != nil {
 			return Result{}, 0, err
 		}
 	}
-	a, err := child("A", roleHoldState, store.Path(StressKey))
+	a, err := child("A", roleHoldState, store.Path(CountRule(), StressKey))
 	if err != nil {
 		return Result{}, 0, err
 	}

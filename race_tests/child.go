@@ -4,6 +4,7 @@ package racetests
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/ratelab/ratelab"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/internal/childproc"
 )
@@ -79,7 +81,7 @@ func runRole(role string, stdin *bufio.Reader) error {
 		if c.Lock {
 			childproc.Say("locking")
 		}
-		st, err := c.HitAt(demoNow(), Window)
+		st, err := c.HitAt(demoNow())
 		if err != nil {
 			return err
 		}
@@ -166,14 +168,14 @@ func runRole(role string, stdin *bufio.Reader) error {
 		if err != nil {
 			return err
 		}
-		h, err := s.HitAt(os.Getenv("RATELAB_RACE_KEY"), Window, demoNow())
+		h, err := s.TakeAt(context.Background(), CountRule(), os.Getenv("RATELAB_RACE_KEY"), demoNow())
 		if err != nil {
 			return err
 		}
 		if h.NotCounted != nil {
 			return fmt.Errorf("hit not counted: %w", h.NotCounted)
 		}
-		childproc.Say("result count=%d", h.Count)
+		childproc.Say("result count=%d", CountRule().Limit-h.Remaining)
 
 	default:
 		return fmt.Errorf("unknown role %q", role)
@@ -187,10 +189,10 @@ func stressHitter(mode, path string) (func() error, error) {
 	switch mode {
 	case "lock-free":
 		c := &BrokenCounter{Path: path}
-		return func() error { _, err := c.HitAt(demoNow(), Window); return err }, nil
+		return func() error { _, err := c.HitAt(demoNow()); return err }, nil
 	case "lock-free-truncate-first":
 		c := &BrokenCounter{Path: path, Order: TruncateFirst}
-		return func() error { _, err := c.HitAt(demoNow(), Window); return err }, nil
+		return func() error { _, err := c.HitAt(demoNow()); return err }, nil
 	case "flock", "flock-blocking", "flock-distinct":
 		wait, key := time.Minute, StressKey
 		if mode == "flock-blocking" {
@@ -204,7 +206,7 @@ func stressHitter(mode, path string) (func() error, error) {
 			return nil, err
 		}
 		return func() error {
-			h, err := s.HitAt(key, Window, demoNow())
+			h, err := s.TakeAt(context.Background(), CountRule(), key, demoNow())
 			if err == nil && h.NotCounted != nil {
 				err = h.NotCounted
 			}
@@ -214,5 +216,13 @@ func stressHitter(mode, path string) (func() error, error) {
 	return nil, fmt.Errorf("unknown stress mode %q", mode)
 }
 
-// StressKey is the one hot key every stress process hits.
-const StressKey = "demo-start:ip:203.0.113.7"
+// StressKey is the one hot key every stress process hits; under Rule its
+// state key is the original's "demo-start:ip:203.0.113.7".
+const StressKey = "ip:203.0.113.7"
+
+// CountRule is the rule every child counts under: the original's name and
+// window, with a limit no demonstration reaches, so that a count can be
+// read back from any decision as Limit − Remaining.
+func CountRule() ratelab.Rule {
+	return ratelab.Rule{Name: "demo-start", Limit: ratelab.MaxLimit, Window: Window}
+}

@@ -8,8 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ratelab/ratelab"
-	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
+	"github.com/ratelab/ratelab/algorithm"
 )
 
 // WriteOrder is how a counter puts the new state into the file.
@@ -34,7 +33,8 @@ func (w WriteOrder) String() string {
 // BrokenCounter is the original's read-modify-write, written so that each
 // of its ingredients can be taken away: with Lock false it is the
 // lock-free store that loses updates, and it exposes the two instants a
-// choreography needs to stop at. It uses fixed_filestore's on-disk format.
+// choreography needs to stop at. It uses fixed_filestore's on-disk format
+// and the fixed window's step, algorithm.Fixed.Take, under CountRule.
 // It is for demonstrations only; production code uses fixed_filestore.
 type BrokenCounter struct {
 	Path  string
@@ -49,25 +49,25 @@ type BrokenCounter struct {
 }
 
 // !+hitat
-// HitAt counts one hit at now, in a window of the given length.
-func (c *BrokenCounter) HitAt(now time.Time, window time.Duration) (ratelab.State, error) {
+// HitAt counts one hit at now.
+func (c *BrokenCounter) HitAt(now time.Time) (algorithm.Fixed, error) {
 	f, err := os.OpenFile(c.Path, os.O_RDWR|os.O_CREATE, 0o600) // "c+": never O_TRUNC
 	if err != nil {
-		return ratelab.State{}, err
+		return algorithm.Fixed{}, err
 	}
 	defer f.Close()
 	if c.Lock {
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-			return ratelab.State{}, err
+			return algorithm.Fixed{}, err
 		}
 		defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	}
 
 	buf := make([]byte, 128)
 	n, _ := f.ReadAt(buf, 0)
-	prev, err := fixedfilestore.Decode(buf[:n])
+	prev, err := algorithm.DecodeFixed(buf[:n])
 	if err != nil {
-		prev = ratelab.State{} // as the original: unreadable state is a new window
+		prev = algorithm.Fixed{} // as the original: unreadable state is a new window
 	}
 	if c.AfterRead != nil {
 		live := prev.Count
@@ -76,8 +76,11 @@ func (c *BrokenCounter) HitAt(now time.Time, window time.Duration) (ratelab.Stat
 		}
 		c.AfterRead(live)
 	}
-	next, _ := prev.Next(now, window)
-	out := fixedfilestore.Encode(nil, next)
+	next, _, err := prev.Take(CountRule(), now)
+	if err != nil {
+		return prev, err
+	}
+	out := next.Append(nil)
 
 	switch c.Order {
 	case TruncateFirst:
@@ -111,6 +114,6 @@ func ReadCount(path string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	st, err := fixedfilestore.Decode(b)
+	st, err := algorithm.DecodeFixed(b)
 	return st.Count, err
 }

@@ -100,7 +100,7 @@ func Stress(dir, mode string, procs, hits int) (StressResult, error) {
 			if e.Err != nil {
 				return res, fmt.Errorf("racetests: read final count: %w", e.Err)
 			}
-			res.Counted += e.State.Count
+			res.Counted += e.Fixed.Count
 		}
 		return res, nil
 	}

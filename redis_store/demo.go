@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab"
 )
 
 // Pitfall is one demonstrated mistake or its fix: what was claimed and
@@ -50,10 +52,11 @@ func Pitfalls(ctx context.Context, rdb redis.Cmdable) ([]Pitfall, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.HitAt("demo", time.Hour, time.Now()); err != nil {
+	rule := ratelab.Rule{Name: "demo", Limit: 30, Window: time.Hour}
+	if _, err := s.Take(ctx, rule, "pitfall"); err != nil {
 		return nil, err
 	}
-	if got, err = ttl(s.Key("demo")); err != nil {
+	if got, err = ttl(s.Key(rule, "pitfall")); err != nil {
 		return nil, err
 	}
 	out = append(out, Pitfall{"count and expiry in one script", "expires", got})

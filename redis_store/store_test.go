@@ -3,10 +3,12 @@ package redisstore_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,21 +33,19 @@ func newStore(t *testing.T, srv *redistest.Server, opts redisstore.Options) *red
 	return s
 }
 
-func TestWindow(t *testing.T) {
+func TestStore(t *testing.T) {
 	srv := redistest.ForTest(t)
-	storetest.Window(t, func(t *testing.T) ratelab.Store {
-		c := srv.Client()
-		t.Cleanup(func() { c.FlushAll(context.Background()); c.Close() })
-		s, err := redisstore.New(c, redisstore.Options{})
-		require.NoError(t, err)
-		return s
-	})
+	var n atomic.Int64
+	storetest.Run(t, func(t *testing.T) func() ratelab.Store {
+		prefix := fmt.Sprintf("t%d:", n.Add(1)) // a fresh place for states
+		return func() ratelab.Store { return newStore(t, srv, redisstore.Options{Prefix: prefix}) }
+	}, true)
 }
 
 func TestStateSurvivesAcrossInstances(t *testing.T) {
 	srv := redistest.ForTest(t)
 	got := storetest.CrossInstance(t, func(t *testing.T) ratelab.Store { return newStore(t, srv, redisstore.Options{}) })
-	assert.Equal(t, int64(2), got)
+	assert.Equal(t, int64(28), got)
 }
 
 // Keys reach Redis hashed, with an expiry; the count is exact under
@@ -57,7 +57,7 @@ func TestKeysAreHashedExpireAndCountExactly(t *testing.T) {
 		s := newStore(t, srv, redisstore.Options{})
 		wg.Go(func() {
 			for range 100 {
-				if _, err := s.HitAt(storetest.Key, time.Hour, time.Now()); err != nil {
+				if _, err := s.Take(context.Background(), storetest.Original, storetest.Key); err != nil {
 					t.Error(err)
 					return
 				}
@@ -81,30 +81,70 @@ func TestKeysAreHashedExpireAndCountExactly(t *testing.T) {
 	assert.Greater(t, ttl, 59*time.Minute, "the expiry is set with the count")
 }
 
-func TestSlidingCounter(t *testing.T) {
-	srv := redistest.ForTest(t)
-	s := newStore(t, srv, redisstore.Options{Algorithm: ratelab.SlidingCounter})
-	for range 30 {
-		_, err := s.HitAt(storetest.Key, time.Hour, t0.Add(59*time.Minute))
-		require.NoError(t, err)
-	}
-	h, err := s.HitAt(storetest.Key, time.Hour, t0.Add(time.Hour))
-	require.NoError(t, err)
-	assert.Equal(t, int64(31), h.Count, "the previous hour weighs in full at the reset")
-	require.NotNil(t, h.Sliding)
-	assert.Equal(t, ratelab.SlidingState{WindowStart: t0.Unix() + 3600, Count: 1, PrevCount: 30}, *h.Sliding)
-}
-
-func TestClampsAResetAtTooFarAhead(t *testing.T) {
+// A window ending further ahead than the rule's window and MaxSkew is
+// another rule's: a conflict, the state untouched.
+func TestFixedWindowTooFarAheadIsAConflict(t *testing.T) {
 	srv := redistest.ForTest(t)
 	s := newStore(t, srv, redisstore.Options{})
 	c := srv.Client()
 	defer c.Close()
-	require.NoError(t, c.HSet(context.Background(), s.Key(storetest.Key), "count", 7, "reset_at", t0.Unix()+99999).Err())
-	h, err := s.HitAt(storetest.Key, time.Hour, t0)
+	key := s.Key(storetest.Original, storetest.Key)
+	require.NoError(t, c.HSet(context.Background(), key, "count", 7, "reset_at", t0.Unix()+99999).Err())
+	_, err := s.TakeAt(context.Background(), storetest.Original, storetest.Key, t0)
+	require.ErrorIs(t, err, ratelab.ErrRuleConflict)
+	assert.Contains(t, err.Error(), "27h46m39s after this hit")
+	got, err := c.HGet(context.Background(), key, "count").Int64()
 	require.NoError(t, err)
-	assert.Equal(t, int64(8), h.Count)
-	assert.Equal(t, t0.Add(time.Hour).Unix(), h.ResetAt.Unix())
+	assert.Equal(t, int64(7), got, "the other rule's state was touched")
+}
+
+// Every algorithm's key carries its name, and every state an expiry.
+func TestEveryAlgorithmHasAKeyWithAnExpiry(t *testing.T) {
+	srv := redistest.ForTest(t)
+	s := newStore(t, srv, redisstore.Options{})
+	c := srv.Client()
+	defer c.Close()
+	for _, r := range storetest.Rules() {
+		storetest.Take(t, s, r, storetest.Key, time.Now())
+		key := s.Key(r, storetest.Key)
+		assert.True(t, strings.HasPrefix(key, "ratelab:"+string(r.Algorithm)+":"), key)
+		ttl, err := c.PTTL(context.Background(), key).Result()
+		require.NoError(t, err)
+		assert.Positive(t, ttl, "%s: the expiry is set with the state", r.Algorithm)
+		assert.LessOrEqual(t, ttl, 2*time.Minute+ratelab.MaxSkew+2*time.Second, r.Algorithm)
+	}
+}
+
+// The caller's context ends the round trip: a Redis that never answers,
+// a context cancelled meanwhile, and the hit returns the context's error
+// under either policy, not the fail policy's answer.
+func TestContextEndsTheRoundTrip(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed} {
+		c, err := redisstore.NewClient("redis://"+ln.Addr().String()+"/0", time.Minute)
+		require.NoError(t, err)
+		defer c.Close()
+		s, err := redisstore.New(c, redisstore.Options{FailPolicy: policy, Timeout: time.Minute, Logger: slog.New(slog.DiscardHandler)})
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		start := time.Now()
+		_, err = s.TakeAt(ctx, storetest.Original, storetest.Key, t0)
+		cancel()
+		assert.ErrorIs(t, err, context.DeadlineExceeded, "policy %v", policy)
+		assert.NotErrorIs(t, err, ratelab.ErrUnavailable, "policy %v", policy)
+		assert.Less(t, time.Since(start), 10*time.Second, "policy %v: ended by the caller's deadline", policy)
+	}
 }
 
 // A Redis that refuses connections, and one that accepts and never
@@ -143,12 +183,12 @@ func TestRedisDownFollowsPolicy(t *testing.T) {
 					Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 				require.NoError(t, err)
 				start := time.Now()
-				h, err := s.HitAt(storetest.Key, time.Hour, t0)
+				h, err := s.TakeAt(context.Background(), storetest.Original, storetest.Key, t0)
 				assert.Less(t, time.Since(start), 2*time.Second, "bounded by the timeout")
 				if policy == ratelab.FailOpen {
 					require.NoError(t, err)
 					assert.Error(t, h.NotCounted)
-					assert.Equal(t, int64(1), h.Count)
+					assert.True(t, h.Allowed)
 					assert.Contains(t, logs.String(), "hit not counted (fail-open)")
 				} else {
 					assert.ErrorIs(t, err, ratelab.ErrUnavailable)
@@ -166,8 +206,6 @@ func TestNewRejectsBadInput(t *testing.T) {
 	defer c.Close()
 	_, err = redisstore.New(c, redisstore.Options{Timeout: -1})
 	assert.ErrorContains(t, err, "must not be negative")
-	_, err = redisstore.New(c, redisstore.Options{Algorithm: "leaky"})
-	assert.ErrorContains(t, err, "use fixed or sliding")
 }
 
 func TestPitfalls(t *testing.T) {

@@ -1,9 +1,11 @@
 package windowboundary
 
 import (
+	"context"
 	"time"
 
 	"github.com/ratelab/ratelab"
+	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 )
 
 // Algorithm decides, one request at a time, whether to accept it. Each
@@ -16,114 +18,59 @@ type Algorithm interface {
 	AllowAt(t time.Time) bool
 }
 
-// Fixed is this repository's fixed window (ratelab.State.Next): a window
-// opens at a key's first hit. It counts every request, as the stores do.
-type Fixed struct {
-	Limit  int64
-	Window time.Duration
-	st     ratelab.State
+// Limited is an Algorithm that is a real store deciding a real rule: the
+// measurements below are of the code applications run, not of a copy. The
+// in-memory store is used in one process, where it is correct; the file
+// and Redis stores are measured across processes by CrossProcessBurst.
+type Limited struct {
+	Rule  ratelab.Rule
+	Store ratelab.Store
+	err   error
 }
 
-func (a *Fixed) Name() string  { return "fixed window" }
-func (a *Fixed) Bound() string { return "2 × limit" }
-
-// !+fixed
-func (a *Fixed) AllowAt(t time.Time) bool {
-	a.st, _ = a.st.Next(t, a.Window)
-	return a.st.Count <= a.Limit
-}
-
-// !-fixed
-
-// SlidingLog keeps the time of every accepted request and accepts one more
-// while fewer than Limit were accepted in the window-long span ending now,
-// both ends included. It is exact, and its state grows with the limit.
-type SlidingLog struct {
-	Limit    int
-	Window   time.Duration
-	accepted []time.Time
-}
-
-func (a *SlidingLog) Name() string  { return "sliding log" }
-func (a *SlidingLog) Bound() string { return "limit" }
-
-// !+log
-func (a *SlidingLog) AllowAt(t time.Time) bool {
-	from := t.Add(-a.Window)
-	i := 0
-	for i < len(a.accepted) && a.accepted[i].Before(from) {
-		i++
+// New returns the rule of algorithm alg, limit per window (burst for
+// GCRA), on a fresh in-memory store.
+func New(alg ratelab.Algorithm, limit int, window time.Duration, burst int) *Limited {
+	r := ratelab.Rule{Name: "boundary", Limit: int64(limit), Window: window, Algorithm: alg}
+	if alg == ratelab.GCRA {
+		r.Burst = int64(burst)
 	}
-	a.accepted = a.accepted[i:] // forget what left the window
-	if len(a.accepted) >= a.Limit {
+	return &Limited{Rule: r, Store: new(brokeninmemory.Store)}
+}
+
+var names = map[ratelab.Algorithm][2]string{
+	ratelab.FixedWindow:    {"fixed window", "2 × limit"},
+	ratelab.SlidingLog:     {"sliding log", "limit"},
+	ratelab.SlidingCounter: {"sliding counter", "approximate: below 2 × limit"},
+	ratelab.GCRA:           {"GCRA / token bucket", "limit + burst"},
+}
+
+// Name names the algorithm as the chapter does.
+func (a *Limited) Name() string { return names[a.Rule.Normalized().Algorithm][0] }
+
+// Bound says how many it may accept in one window-long span.
+func (a *Limited) Bound() string { return names[a.Rule.Normalized().Algorithm][1] }
+
+// AllowAt takes one hit at t. A store error counts as a refusal and is
+// kept for Err.
+func (a *Limited) AllowAt(t time.Time) bool {
+	d, err := a.Store.TakeAt(context.Background(), a.Rule, "user:alice", t)
+	if err != nil {
+		a.err = err
 		return false
 	}
-	a.accepted = append(a.accepted, t)
-	return true
+	return d.Allowed
 }
 
-// !-log
+// Err returns the first store error AllowAt met.
+func (a *Limited) Err() error { return a.err }
 
-// Counter is the sliding-window counter (ratelab.SlidingState): two counts
-// and a window start, the previous count weighted by its overlap with the
-// last window length. It counts every request, as the file store does.
-type Counter struct {
-	Limit  int64
-	Window time.Duration
-	st     ratelab.SlidingState
-}
-
-func (a *Counter) Name() string  { return "sliding counter" }
-func (a *Counter) Bound() string { return "approximate: below 2 × limit" }
-
-// !+counter
-func (a *Counter) AllowAt(t time.Time) bool {
-	a.st = a.st.Next(t, a.Window)
-	return a.st.Hit(t, a.Window).Count <= a.Limit
-}
-
-// !-counter
-
-// GCRA is the generic cell rate algorithm, a token bucket kept as one
-// timestamp: requests are due one every Window/Limit, and up to Burst may
-// come early. It accepts at most Limit + Burst in any window-long span,
-// both ends included.
-type GCRA struct {
-	Limit  int
-	Window time.Duration
-	Burst  int
-	tat    time.Time // theoretical arrival time of the next request
-}
-
-func (a *GCRA) Name() string  { return "GCRA / token bucket" }
-func (a *GCRA) Bound() string { return "limit + burst" }
-
-// !+gcra
-func (a *GCRA) AllowAt(t time.Time) bool {
-	interval := a.Window / time.Duration(a.Limit)
-	tolerance := time.Duration(a.Burst-1) * interval
-	if a.tat.Sub(t) > tolerance {
-		return false // too early, even with the burst allowance
-	}
-	a.tat = later(a.tat, t).Add(interval)
-	return true
-}
-
-// !-gcra
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-// All returns one of each algorithm for limit per window; GCRA gets burst.
+// All returns one of each algorithm for limit per window, in the
+// chapter's order; GCRA gets burst.
 func All(limit int, window time.Duration, burst int) []Algorithm {
-	return []Algorithm{
-		&Fixed{Limit: int64(limit), Window: window},
-		&SlidingLog{Limit: limit, Window: window},
-		&Counter{Limit: int64(limit), Window: window},
-		&GCRA{Limit: limit, Window: window, Burst: burst},
+	var out []Algorithm
+	for _, alg := range []ratelab.Algorithm{ratelab.FixedWindow, ratelab.SlidingLog, ratelab.SlidingCounter, ratelab.GCRA} {
+		out = append(out, New(alg, limit, window, burst))
 	}
+	return out
 }

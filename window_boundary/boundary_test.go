@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/internal/redistest"
 	windowboundary "github.com/ratelab/ratelab/window_boundary"
 )
 
@@ -78,14 +79,14 @@ func TestCounterMakesHammeringSelfDefeating(t *testing.T) {
 	for s := time.Duration(0); s < 3*time.Hour; s += time.Second {
 		reqs = append(reqs, at(s))
 	}
-	counted := windowboundary.Run(&windowboundary.Counter{Limit: 30, Window: w}, reqs)
+	counted := windowboundary.Run(windowboundary.New(ratelab.SlidingCounter, 30, w, 0), reqs)
 	assert.Len(t, counted, 30, "sliding counter")
-	logged := windowboundary.Run(&windowboundary.SlidingLog{Limit: 30, Window: w}, reqs)
+	logged := windowboundary.Run(windowboundary.New(ratelab.SlidingLog, 30, w, 0), reqs)
 	assert.Len(t, logged, 90, "sliding log: 30 in each of the three hours")
 }
 
 func TestAlgorithmsTakeTimeAsAParameter(t *testing.T) {
-	g := &windowboundary.GCRA{Limit: 30, Window: w, Burst: 5}
+	g := windowboundary.New(ratelab.GCRA, 30, w, 5)
 	for i := range 5 {
 		assert.True(t, g.AllowAt(t0), "burst request %d", i+1)
 	}
@@ -93,11 +94,12 @@ func TestAlgorithmsTakeTimeAsAParameter(t *testing.T) {
 	assert.False(t, g.AllowAt(at(119*time.Second)))
 	assert.True(t, g.AllowAt(at(120*time.Second)), "one more every window/limit")
 
-	l := &windowboundary.SlidingLog{Limit: 2, Window: w}
+	l := windowboundary.New(ratelab.SlidingLog, 2, w, 0)
 	assert.True(t, l.AllowAt(t0))
 	assert.True(t, l.AllowAt(at(time.Minute)))
 	assert.False(t, l.AllowAt(at(time.Hour)), "t0 is still inside [t0+1h−1h, t0+1h]")
-	assert.True(t, l.AllowAt(at(time.Hour+time.Nanosecond)))
+	assert.True(t, l.AllowAt(at(time.Hour+time.Millisecond)), "the log keeps milliseconds")
+	require.NoError(t, l.Err())
 }
 
 // A demonstration that lost its claim must fail.
@@ -115,19 +117,35 @@ func TestReportFailsOnABrokenClaim(t *testing.T) {
 	assert.Contains(t, out.String(), "FAIL: injected")
 }
 
-// The burst with real processes and the real file store: each process is
-// told its instant, nobody sleeps.
+// The edge with real processes and the real shared stores: each process
+// is told its instant, nobody sleeps, and every algorithm decides across
+// processes exactly as the in-memory store decides in one.
 func TestCrossProcessBurst(t *testing.T) {
-	b, err := windowboundary.CrossProcessBurst(t.TempDir(), ratelab.FixedWindow, 30, w, t0)
-	require.NoError(t, err)
-	assert.Equal(t, 61, b.Requests)
-	assert.Equal(t, 60, b.Accepted, "fixed window: 2 × limit")
-	assert.Equal(t, 60, b.MaxInWindow)
-	assert.Equal(t, time.Hour, b.Span)
-
-	b, err = windowboundary.CrossProcessBurst(t.TempDir(), ratelab.SlidingCounter, 30, w, t0)
-	require.NoError(t, err)
-	assert.Equal(t, 30, b.Accepted, "sliding counter: the reset buys nothing")
+	targets := map[string]windowboundary.Target{"file": {Dir: t.TempDir()}}
+	if redistest.Available() {
+		srv := redistest.ForTest(t)
+		targets["redis"] = windowboundary.Target{Dir: t.TempDir(), RedisURL: "redis://" + srv.Addr + "/0"}
+	} else {
+		t.Log("redis-server not found: the Redis run is skipped; install it with " + redistest.InstallHint)
+	}
+	for name, target := range targets {
+		for _, a := range windowboundary.All(30, w, 5) {
+			l := a.(*windowboundary.Limited)
+			t.Run(name+"/"+string(l.Rule.Normalized().Algorithm), func(t *testing.T) {
+				want, _ := windowboundary.MaxIn(windowboundary.Run(windowboundary.New(l.Rule.Normalized().Algorithm, 30, w, 5), windowboundary.Edge(30, w, t0)), w)
+				target := target
+				target.Dir = t.TempDir()
+				b, err := windowboundary.CrossProcessBurst(target, l.Rule, t0)
+				require.NoError(t, err)
+				assert.Equal(t, 61, b.Requests)
+				assert.Equal(t, want, b.MaxInWindow, "across processes as in one")
+				if l.Rule.Normalized().Algorithm == ratelab.FixedWindow {
+					assert.Equal(t, 60, b.Accepted, "fixed window: 2 × limit")
+					assert.Equal(t, time.Hour, b.Span)
+				}
+			})
+		}
+	}
 }
 
 // The checked-in chart is what the code draws now.

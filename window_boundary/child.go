@@ -1,9 +1,10 @@
 package windowboundary
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/ratelab/ratelab"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/internal/childproc"
+	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
 // EnvRole makes a re-executed binary a one-hit child of this package.
@@ -31,8 +33,9 @@ func RunChildIfRequested() {
 	os.Exit(0)
 }
 
-// hitChild makes one hit with the file store and a Limiter, at the instant
-// its parent handed it: the clock is injected, never slept towards.
+// hitChild makes one hit with a shared store (the file store, or Redis
+// when RATELAB_WB_REDIS is set) and a Limiter, at the instant its parent
+// handed it: the clock is injected, never slept towards.
 func hitChild(role string) error {
 	if role != "hit" {
 		return fmt.Errorf("unknown role %q", role)
@@ -41,33 +44,52 @@ func hitChild(role string) error {
 	if err != nil {
 		return fmt.Errorf("RATELAB_WB_AT: %w", err)
 	}
-	limit, err := strconv.Atoi(os.Getenv("RATELAB_WB_LIMIT"))
-	if err != nil {
-		return fmt.Errorf("RATELAB_WB_LIMIT: %w", err)
+	var r ratelab.Rule
+	if err := json.Unmarshal([]byte(os.Getenv("RATELAB_WB_RULE")), &r); err != nil {
+		return fmt.Errorf("RATELAB_WB_RULE: %w", err)
 	}
-	window, err := time.ParseDuration(os.Getenv("RATELAB_WB_WINDOW"))
-	if err != nil {
-		return fmt.Errorf("RATELAB_WB_WINDOW: %w", err)
+	var store ratelab.Store
+	if url := os.Getenv("RATELAB_WB_REDIS"); url != "" {
+		c, err := redisstore.NewClient(url, 0)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if store, err = redisstore.New(c, redisstore.Options{FailPolicy: ratelab.FailClosed, Prefix: os.Getenv("RATELAB_WB_PREFIX")}); err != nil {
+			return err
+		}
+	} else if store, err = fixedfilestore.New(os.Getenv("RATELAB_WB_DIR"), fixedfilestore.Options{FailPolicy: ratelab.FailClosed}); err != nil {
+		return err
 	}
-	store, err := fixedfilestore.New(os.Getenv("RATELAB_WB_DIR"), fixedfilestore.Options{
-		FailPolicy: ratelab.FailClosed, Algorithm: ratelab.Algorithm(os.Getenv("RATELAB_WB_ALGORITHM"))})
+	l, err := ratelab.NewLimiter(store, r)
 	if err != nil {
 		return err
 	}
-	l, err := ratelab.NewLimiter(store, limit, window)
+	d, err := l.AllowAt(context.Background(), "user:alice", at)
 	if err != nil {
 		return err
 	}
-	d, err := l.AllowAt(os.Getenv("RATELAB_WB_KEY"), at)
-	if err != nil {
-		return err
-	}
-	childproc.Say("result allowed=%t count=%d", d.Allowed, d.Count)
+	childproc.Say("result allowed=%t remaining=%d", d.Allowed, d.Remaining)
 	return nil
+}
+
+// Target is where CrossProcessBurst's children keep their state: the file
+// store in Dir, or Redis at RedisURL (under a prefix named after Dir, so
+// runs never share keys).
+type Target struct {
+	Dir, RedisURL string
+}
+
+func (t Target) name() string {
+	if t.RedisURL != "" {
+		return "redis_store"
+	}
+	return "fixed_filestore"
 }
 
 // Burst is what CrossProcessBurst saw.
 type Burst struct {
+	Store     string
 	Algorithm ratelab.Algorithm
 	Requests  int
 	Accepted  int
@@ -77,12 +99,17 @@ type Burst struct {
 	MaxInWindow int
 }
 
-// CrossProcessBurst sends the Edge pattern through the file store with one
-// process per request, each told its instant. Requests at the same instant
-// run concurrently (at most 8 processes at once); instants run in order.
-func CrossProcessBurst(dir string, alg ratelab.Algorithm, limit int, window time.Duration, t0 time.Time) (Burst, error) {
-	reqs := Edge(limit, window, t0)
-	b := Burst{Algorithm: alg, Requests: len(reqs)}
+// CrossProcessBurst sends the Edge pattern of rule r through a shared
+// store with one process per request, each told its instant. Requests at
+// the same instant run concurrently (at most 8 processes at once); instants
+// run in order.
+func CrossProcessBurst(target Target, r ratelab.Rule, t0 time.Time) (Burst, error) {
+	reqs := Edge(int(r.Limit), r.Window, t0)
+	b := Burst{Store: target.name(), Algorithm: r.Normalized().Algorithm, Requests: len(reqs)}
+	rule, err := json.Marshal(r)
+	if err != nil {
+		return b, err
+	}
 	var accepted []time.Time
 	for i := 0; i < len(reqs); {
 		j := i
@@ -95,7 +122,7 @@ func CrossProcessBurst(dir string, alg ratelab.Algorithm, limit int, window time
 		for k := range ok {
 			g.Go(func() error {
 				var err error
-				ok[k], err = oneHit(dir, alg, limit, window, reqs[i])
+				ok[k], err = oneHit(target, string(rule), reqs[i])
 				return err
 			})
 		}
@@ -113,19 +140,18 @@ func CrossProcessBurst(dir string, alg ratelab.Algorithm, limit int, window time
 	if len(accepted) > 0 {
 		b.Span = accepted[len(accepted)-1].Sub(accepted[0])
 	}
-	b.MaxInWindow, _ = MaxIn(accepted, window)
+	b.MaxInWindow, _ = MaxIn(accepted, r.Window)
 	return b, nil
 }
 
-func oneHit(dir string, alg ratelab.Algorithm, limit int, window time.Duration, at time.Time) (bool, error) {
+func oneHit(target Target, rule string, at time.Time) (bool, error) {
 	p, err := childproc.Start("hit at "+at.Format(time.RFC3339),
 		EnvRole+"=hit",
 		"RATELAB_WB_AT="+at.Format(time.RFC3339Nano),
-		"RATELAB_WB_LIMIT="+strconv.Itoa(limit),
-		"RATELAB_WB_WINDOW="+window.String(),
-		"RATELAB_WB_DIR="+dir,
-		"RATELAB_WB_KEY=login:user:alice",
-		"RATELAB_WB_ALGORITHM="+string(alg),
+		"RATELAB_WB_RULE="+rule,
+		"RATELAB_WB_DIR="+target.Dir,
+		"RATELAB_WB_REDIS="+target.RedisURL,
+		"RATELAB_WB_PREFIX=wb:"+target.Dir+":",
 		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	if err != nil {
 		return false, err

@@ -6,18 +6,22 @@
 // second and thirty more at its reset are all accepted: 59 within one
 // second, 60 within one hour. [Edge] is that pattern; [MaxIn] measures the
 // most requests accepted in any span of a given length (both ends
-// included); [All] gives one of each algorithm, all taking time as a
-// time.Time parameter:
+// included); [All] gives one of each algorithm as a real store deciding a
+// real rule ([Limited]), all taking time as a time.Time parameter:
 //
-//   - [Fixed]: this repository's store, 2 × limit at the edge.
-//   - [SlidingLog]: exact — never more than limit in any window-long span —
-//     at the price of remembering every accepted request in the window.
-//   - [Counter]: the sliding-window counter (Cloudflare's weighted
-//     previous + current window); two counts and a window start. It stops
-//     the edge burst, but it is an approximation: [Paced] traffic that
-//     knows how it weighs gets close to 2 × limit past it.
-//   - [GCRA]: a token bucket kept as one timestamp; limit + burst.
+//   - the fixed window (ratelab.FixedWindow): 2 × limit at the edge.
+//   - the sliding log (ratelab.SlidingLog): exact — never more than limit
+//     in any window-long span — at the price of remembering every accepted
+//     request in the window.
+//   - the sliding-window counter (ratelab.SlidingCounter, Cloudflare's
+//     weighted previous + current window): two counts and a window start.
+//     It stops the edge burst, but it is an approximation: [Paced] traffic
+//     that knows how it weighs gets close to 2 × limit past it.
+//   - GCRA (ratelab.GCRA): a token bucket kept as one timestamp; limit +
+//     burst.
 //
-// [CrossProcessBurst] shows the edge burst with real processes and the real
-// file store, each process handed its instant instead of sleeping.
+// [CrossProcessBurst] sends the edge through real processes and a shared
+// store — the file store, or Redis — each process handed its instant
+// instead of sleeping, and the demonstration requires it to decide exactly
+// as the in-memory store did in one process.
 package windowboundary

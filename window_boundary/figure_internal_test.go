@@ -1,6 +1,7 @@
 package windowboundary
 
 import (
+	"github.com/ratelab/ratelab"
 	"testing"
 	"time"
 )
@@ -10,7 +11,7 @@ import (
 // window's last second has left the hour.
 func TestChartTrailingCount(t *testing.T) {
 	c := DefaultConfig()
-	acc := Run(&Fixed{Limit: 30, Window: c.Window}, Edge(30, c.Window, c.T0))
+	acc := Run(New(ratelab.FixedWindow, 30, c.Window, 0), Edge(30, c.Window, c.T0))
 	at := func(d time.Duration) int {
 		_, ys := trailing(acc, c.Window, c.T0.Add(d), c.T0.Add(d))
 		return ys[len(ys)-1]

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"sort"
 	"time"
+
+	"github.com/ratelab/ratelab"
 )
 
 // Run feeds requests (in time order) to a and returns the accepted ones.
@@ -91,7 +93,7 @@ func Random(seed uint64, n int, span time.Duration, t0 time.Time) []time.Time {
 // while that exact figure was above limit is wrongly allowed; one it
 // refused while the figure was within limit is wrongly refused.
 func CounterError(limit int, window time.Duration, requests []time.Time) (wronglyAllowed, wronglyRefused int) {
-	c := &Counter{Limit: int64(limit), Window: window}
+	c := New(ratelab.SlidingCounter, limit, window, 0)
 	for i, t := range requests {
 		exact := 0
 		for _, r := range requests[:i+1] {

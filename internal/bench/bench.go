@@ -8,6 +8,7 @@ package bench
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/algorithm"
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/internal/floor"
@@ -162,6 +164,12 @@ func medianOf(rounds [][]float64, f func(round []float64) float64) float64 {
 	return median(xs)
 }
 
+// benchRule is the rule every measured hit is taken under: the original's
+// fixed window with a limit never reached, so every hit writes.
+func benchRule() ratelab.Rule {
+	return ratelab.Rule{Name: "bench", Limit: ratelab.MaxLimit, Window: time.Hour}
+}
+
 // benchNow is the instant every measured hit is made at.
 func benchNow() time.Time { return time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC) }
 
@@ -175,11 +183,12 @@ func perHit(o Options) (PerHit, error) {
 	}
 	var mem brokeninmemory.Store
 	floorPath, origPath := filepath.Join(o.Dir, "floor.json"), filepath.Join(o.Dir, "orig.json")
-	state := fixedfilestore.Encode(nil, ratelab.State{Count: 17, ResetAt: now.Unix() + 3600})
+	state := algorithm.Fixed{Count: 17, ResetAt: now.Unix() + 3600}.Append(nil)
 	const memory, file, floorIdx, orig = 0, 1, 2, 3
+	ctx, r := context.Background(), benchRule()
 	rounds, err := inTurns(o.Rounds, o.PerRound,
-		func() error { _, err := mem.HitAt("k", time.Hour, now); return err },
-		func() error { _, err := store.HitAt("k", time.Hour, now); return err },
+		func() error { _, err := mem.TakeAt(ctx, r, "k", now); return err },
+		func() error { _, err := store.TakeAt(ctx, r, "k", now); return err },
 		func() error { return floor.SyscallFloor(floorPath, state) },
 		func() error { return floor.TruncateFirst(origPath, state) },
 	)
@@ -214,9 +223,10 @@ func perHitRedis(o Options, ph *PerHit) error {
 	if err != nil {
 		return err
 	}
+	ctx, r := context.Background(), benchRule()
 	rounds, err := inTurns(o.Rounds, o.PerRound,
-		func() error { _, err := rs.HitAt("k", time.Hour, now); return err },
-		func() error { _, err := fs.HitAt("k", time.Hour, now); return err },
+		func() error { _, err := rs.TakeAt(ctx, r, "k", now); return err },
+		func() error { _, err := fs.TakeAt(ctx, r, "k", now); return err },
 	)
 	if err != nil {
 		return err

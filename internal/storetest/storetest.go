@@ -1,8 +1,11 @@
 // Package storetest holds the behaviour every ratelab.Store must show, so
-// that each store's tests run the same checks against it.
+// that each store's tests run the same checks against it, and the same
+// table of instants holds every store to the same decisions.
 package storetest
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -12,67 +15,175 @@ import (
 	"github.com/ratelab/ratelab"
 )
 
-// T0 is the fixed instant the checks start from.
+// T0 is the fixed instant the checks start from, a whole hour.
 var T0 = time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)
 
-// Key is the original's key shape.
-const Key = "demo-start:ip:203.0.113.7"
+// Key is the client part of the original's key; under rule "demo-start"
+// its state key is the original's "demo-start:ip:203.0.113.7".
+const Key = "ip:203.0.113.7"
 
-// Window checks the fixed-window rules on the store that newStore returns:
-// a window continues while reset_at is in the future, reset_at never moves
-// inside a window, a window ends exactly at reset_at, and keys are
-// independent.
-func Window(t *testing.T, newStore func(t *testing.T) ratelab.Store) {
-	t.Run("continues and keeps reset_at", func(t *testing.T) {
-		s := newStore(t)
-		first := hit(t, s, Key, T0)
-		second := hit(t, s, Key, T0.Add(30*time.Second))
-		third := hit(t, s, Key, T0.Add(59*time.Minute))
-		assert.Equal(t, []int64{1, 2, 3}, []int64{first.Count, second.Count, third.Count})
-		assert.Equal(t, T0.Add(time.Hour).Unix(), first.ResetAt.Unix())
-		assert.True(t, first.ResetAt.Equal(third.ResetAt), "reset_at moved inside a window: %v then %v", first.ResetAt, third.ResetAt)
-	})
-	t.Run("expires exactly at reset_at", func(t *testing.T) {
-		s := newStore(t)
-		hit(t, s, Key, T0)
-		last := hit(t, s, Key, T0.Add(time.Hour-time.Second))
-		assert.Equal(t, int64(2), last.Count, "one second before reset_at")
-		next := hit(t, s, Key, T0.Add(time.Hour))
-		assert.Equal(t, int64(1), next.Count, "at reset_at a new window starts")
-		assert.Equal(t, T0.Add(2*time.Hour).Unix(), next.ResetAt.Unix())
-	})
-	t.Run("keys are independent", func(t *testing.T) {
-		s := newStore(t)
-		for range 3 {
-			hit(t, s, Key, T0)
+// Original is the original's rule: 30 starts per hour, fixed window.
+var Original = ratelab.Rule{Name: "demo-start", Limit: 30, Window: time.Hour}
+
+// Backing makes a fresh place for states (a directory, a Redis database)
+// and returns a constructor of store instances on it: instances of a
+// persistent store share their states, as processes would; instances of
+// the in-memory store share nothing.
+type Backing func(t *testing.T) (newInstance func() ratelab.Store)
+
+// Take takes one hit and fails the test on an error or a hit not counted.
+func Take(t *testing.T, s ratelab.Store, r ratelab.Rule, key string, at time.Time) ratelab.Decision {
+	t.Helper()
+	d, err := s.TakeAt(context.Background(), r, key, at)
+	require.NoError(t, err)
+	require.NoError(t, d.NotCounted, "the store failed open")
+	return d
+}
+
+// Rules are one rule per algorithm, 3 per minute, GCRA with a burst of 2:
+// the rules of the decision tables.
+func Rules() []ratelab.Rule {
+	var rs []ratelab.Rule
+	for _, a := range ratelab.Algorithms() {
+		r := ratelab.Rule{Name: "t-" + string(a), Limit: 3, Window: time.Minute, Algorithm: a}
+		if a == ratelab.GCRA {
+			r.Burst = 2
 		}
-		other := hit(t, s, "demo-start:ip:198.51.100.9", T0)
-		assert.Equal(t, int64(1), other.Count)
-		assert.Equal(t, int64(4), hit(t, s, Key, T0).Count)
-	})
-	t.Run("rejects a bad window", func(t *testing.T) {
-		s := newStore(t)
-		for _, w := range []time.Duration{0, -time.Hour, time.Millisecond} {
-			_, err := s.HitAt(Key, w, T0)
-			assert.Error(t, err, "window %v", w)
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// Run runs every check on the stores backing makes; persistent says
+// whether its instances share states, as a file or Redis store's do.
+func Run(t *testing.T, backing Backing, persistent bool) {
+	t.Run("decision tables", func(t *testing.T) { Tables(t, backing) })
+	t.Run("same decisions as the reference", func(t *testing.T) {
+		s := backing(t)()
+		want := Reference(t, Script())
+		got := Replay(t, s, Script())
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("hit %d (%v): got %+v, want %+v (the pure step's)", i, Script()[i], got[i], want[i])
+			}
 		}
 	})
+	t.Run("a late hit never frees a throttled key", func(t *testing.T) { LateHit(t, backing) })
+	t.Run("rules on one key never share state", func(t *testing.T) { RulesApart(t, backing) })
+	t.Run("a rule sharing a name is a conflict", func(t *testing.T) { Conflict(t, backing, persistent) })
+	t.Run("bad rules and instants are errors", func(t *testing.T) { BadInput(t, backing) })
+}
+
+// LateHit throttles a key at T under each algorithm, then hits at T − 1s
+// and at T again: both must be refused. A state never moves backwards.
+func LateHit(t *testing.T, backing Backing) {
+	for _, r := range Rules() {
+		t.Run(string(r.Algorithm), func(t *testing.T) {
+			s := backing(t)()
+			at := T0.Add(30 * time.Second)
+			for i := 0; ; i++ {
+				require.Less(t, i, 100, "never throttled")
+				if !Take(t, s, r, Key, at).Allowed {
+					break
+				}
+			}
+			late := Take(t, s, r, Key, at.Add(-time.Second))
+			assert.False(t, late.Allowed, "a hit 1s late was allowed: %+v", late)
+			again := Take(t, s, r, Key, at)
+			assert.False(t, again.Allowed, "after the late hit, a hit at T was allowed: %+v", again)
+		})
+	}
+}
+
+// RulesApart is the finding that made rules carry names: five hits of
+// 30/h, one hit of 5/min on the same key two minutes later, then the next
+// 30/h hit must be decided exactly as on a store that never saw the
+// per-minute hit — under the fixed window, its sixth.
+func RulesApart(t *testing.T, backing Backing) {
+	for _, a := range ratelab.Algorithms() {
+		t.Run(string(a), func(t *testing.T) {
+			hourly := ratelab.Rule{Name: "hourly", Limit: 30, Window: time.Hour, Algorithm: a, Burst: 30}
+			minute := ratelab.Rule{Name: "minute", Limit: 5, Window: time.Minute}
+			var got [2]ratelab.Decision
+			for i, withMinute := range []bool{true, false} {
+				s := backing(t)()
+				for i := range 5 {
+					Take(t, s, hourly, Key, T0.Add(time.Duration(i)*time.Second))
+				}
+				if withMinute {
+					Take(t, s, minute, Key, T0.Add(2*time.Minute))
+				}
+				got[i] = Take(t, s, hourly, Key, T0.Add(2*time.Minute))
+			}
+			assert.Equal(t, got[1], got[0], "the hourly rule after a per-minute hit on its key (got) and without one (want)")
+			if a == ratelab.FixedWindow {
+				assert.Equal(t, int64(24), got[0].Remaining, "the sixth hit of 30")
+			}
+		})
+	}
+}
+
+// Conflict takes hits of a rule, then of another rule with the same name
+// and algorithm but another window, in the same instance and in a fresh
+// one: each must be refused as ErrRuleConflict, and the first rule's state
+// must go on as if nothing happened.
+func Conflict(t *testing.T, backing Backing, persistent bool) {
+	for _, r := range Rules() {
+		t.Run(string(r.Algorithm), func(t *testing.T) {
+			newInstance := backing(t)
+			s := newInstance()
+			long := r
+			long.Window = time.Hour
+			first := Take(t, s, long, Key, T0)
+			_, err := s.TakeAt(context.Background(), r, Key, T0.Add(time.Second))
+			assert.ErrorIs(t, err, ratelab.ErrRuleConflict, "same instance")
+			if err != nil {
+				assert.Contains(t, err.Error(), `"t-`+string(r.Algorithm)+`"`, "the error names the rule")
+			}
+			_, err = newInstance().TakeAt(context.Background(), r, Key, T0.Add(time.Second))
+			if persistent {
+				var conflict *ratelab.ConflictError
+				assert.True(t, errors.As(err, &conflict), "another instance, as another process: got %v, want a *ratelab.ConflictError", err)
+			} else {
+				assert.NoError(t, err, "a fresh in-memory instance has no state to conflict with")
+			}
+			next := Take(t, s, long, Key, T0.Add(2*time.Second))
+			assert.Equal(t, first.Remaining-1, next.Remaining, "the first rule's state was touched")
+		})
+	}
+}
+
+// BadInput checks that invalid rules and instants are errors, never hits.
+func BadInput(t *testing.T, backing Backing) {
+	s := backing(t)()
+	bad := []ratelab.Rule{
+		{},
+		{Name: "x", Limit: 1, Window: 0},
+		{Name: "x", Limit: 1, Window: 1500 * time.Millisecond},
+		{Name: "x", Limit: 1, Window: ratelab.MaxWindow + time.Second},
+		{Name: "x", Limit: 0, Window: time.Hour},
+		{Name: "x:y", Limit: 1, Window: time.Hour},
+		{Name: "x", Limit: 1, Window: time.Hour, Algorithm: "leaky"},
+		{Name: "x", Limit: ratelab.MaxLogLimit + 1, Window: time.Hour, Algorithm: ratelab.SlidingLog},
+		{Name: "x", Limit: 2, Window: time.Hour, Algorithm: ratelab.GCRA, Burst: 3},
+	}
+	for _, r := range bad {
+		_, err := s.TakeAt(context.Background(), r, Key, T0)
+		assert.Error(t, err, "rule %+v", r)
+	}
+	for _, at := range []time.Time{time.Unix(-1, 0), time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		_, err := s.TakeAt(context.Background(), Original, Key, at)
+		assert.Error(t, err, "instant %v", at)
+	}
 }
 
 // CrossInstance hits one key once from each of two store instances, as two
-// processes would, and returns the count the second instance reports: 2 for
-// a store whose state outlives the instance, 1 for one that keeps it in
-// memory. It is the original's test_state_survives_across_instances.
+// processes would, and returns the remaining allowance the second instance
+// reports under the original's rule: 28 for a store whose state outlives
+// the instance, 29 for one that keeps it in memory. It is the original's
+// test_state_survives_across_instances.
 func CrossInstance(t *testing.T, newInstance func(t *testing.T) ratelab.Store) int64 {
 	t.Helper()
-	hit(t, newInstance(t), Key, T0)
-	return hit(t, newInstance(t), Key, T0.Add(30*time.Second)).Count
-}
-
-func hit(t *testing.T, s ratelab.Store, key string, at time.Time) ratelab.Hit {
-	t.Helper()
-	h, err := s.HitAt(key, time.Hour, at)
-	require.NoError(t, err)
-	require.NoError(t, h.NotCounted, "the store failed open")
-	return h
+	Take(t, newInstance(t), Original, Key, T0)
+	return Take(t, newInstance(t), Original, Key, T0.Add(30*time.Second)).Remaining
 }

@@ -108,8 +108,10 @@ func lang(path string) string {
 }
 
 // Region returns the lines of src between the markers !+name and !-name,
-// or all of src if name is empty, without any marker lines and with the
-// common indentation removed.
+// or all of src if name is empty, without any marker lines, leading or
+// trailing blank lines (a marker sits apart from the doc comment it
+// precedes, so that go doc never shows it), and with the common
+// indentation removed.
 func Region(src, name string) (string, error) {
 	var kept []string
 	in := name == ""
@@ -131,6 +133,12 @@ func Region(src, name string) (string, error) {
 	}
 	if name != "" && !found {
 		return "", fmt.Errorf("no region %q (mark it with !+%s and !-%s)", name, name, name)
+	}
+	for len(kept) > 0 && strings.TrimSpace(kept[0]) == "" {
+		kept = kept[1:]
+	}
+	for len(kept) > 0 && strings.TrimSpace(kept[len(kept)-1]) == "" {
+		kept = kept[:len(kept)-1]
 	}
 	return dedent(kept), nil
 }

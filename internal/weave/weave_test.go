@@ -26,7 +26,7 @@ func A() {
 func TestRegion(t *testing.T) {
 	tests := []struct{ name, want string }{
 		{"inner", "x := 1\n"},
-		{"outer", "func A() {\n\tx := 1\n\t_ = x\n}\n\n"},
+		{"outer", "func A() {\n\tx := 1\n\t_ = x\n}\n"}, // blank lines at either end dropped
 	}
 	for _, tt := range tests {
 		got, err := Region(source, tt.name)

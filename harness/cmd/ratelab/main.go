@@ -2,9 +2,9 @@
 // at a rate limiter by hand.
 //
 //	ratelab demo    -store memory|file [-requests 40] [-limit 30] [-window 1h] [-workers 4] [-concurrency 8] [-at RFC3339] [-stable]
-//	ratelab serve   -model cgi|pool|single|two-hosts -store memory|file|redis [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding] [-fail open|closed] [-redis URL]
-//	ratelab hit     -dir DIR -key KEY [-limit 30] [-window 1h] [-at RFC3339] [-fail open|closed] [-algorithm fixed|sliding]
-//	ratelab inspect -dir DIR [-at RFC3339] [-window 1h]
+//	ratelab serve   -model cgi|pool|single|two-hosts -store memory|file|redis [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed] [-redis URL]
+//	ratelab hit     -dir DIR -key KEY [-rule demo-start] [-limit 30] [-window 1h] [-at RFC3339] [-fail open|closed] [-algorithm fixed|sliding|log|gcra] [-burst N]
+//	ratelab inspect -dir DIR [-at RFC3339]
 //	ratelab sweep   -dir DIR -window 1h [-at RFC3339]
 //	ratelab race    [-procs 8] [-hits 500] [-stable]
 //	ratelab boundary [-limit 30] [-window 1h] [-burst 5] [-seed 1] [-processes] [-svg FILE]
@@ -79,9 +79,9 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) (int, er
 
 const usage = `usage:
   ratelab demo    -store memory|file [-requests 40] [-limit 30] [-window 1h] [-workers 4] [-concurrency 8] [-at RFC3339] [-stable]
-  ratelab serve   -model cgi|pool|single|two-hosts -store memory|file|redis [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding] [-fail open|closed] [-redis URL]
-  ratelab hit     -dir DIR -key KEY [-limit 30] [-window 1h] [-at RFC3339] [-fail open|closed] [-algorithm fixed|sliding]
-  ratelab inspect -dir DIR [-at RFC3339] [-window 1h]
+  ratelab serve   -model cgi|pool|single|two-hosts -store memory|file|redis [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed] [-redis URL]
+  ratelab hit     -dir DIR -key KEY [-rule demo-start] [-limit 30] [-window 1h] [-at RFC3339] [-fail open|closed] [-algorithm fixed|sliding|log|gcra] [-burst N]
+  ratelab inspect -dir DIR [-at RFC3339]
   ratelab sweep   -dir DIR -window 1h [-at RFC3339]
   ratelab race    [-procs 8] [-hits 500] [-stable]
   ratelab boundary [-limit 30] [-window 1h] [-burst 5] [-seed 1] [-processes] [-svg FILE]
@@ -173,8 +173,8 @@ func (f *flags) parse(args []string) error {
 		return usagef("-limit %d must be positive", f.limit)
 	}
 	if f.Lookup("window") != nil {
-		if err := ratelab.CheckWindow(f.window); err != nil {
-			return usagef("-window %v must be a whole number of seconds, at least 1s", f.window)
+		if err := (ratelab.Rule{Name: "w", Limit: 1, Window: f.window}).Validate(); err != nil {
+			return usagef("-window %v must be a whole number of seconds from 1s to %v", f.window, ratelab.MaxWindow)
 		}
 	}
 	if f.Lookup("workers") != nil && f.workers <= 0 {
@@ -191,6 +191,9 @@ func (f *flags) now() (time.Time, error) {
 	if err != nil {
 		return time.Time{}, usagef("-at %q is not an RFC 3339 time such as 2026-07-09T00:59:59Z", f.at)
 	}
+	if err := ratelab.CheckInstant(t); err != nil {
+		return time.Time{}, usagef("-at %q: %v", f.at, strings.TrimPrefix(err.Error(), "ratelab: "))
+	}
 	return t, nil
 }
 
@@ -205,17 +208,17 @@ func (f *flags) parseForStore(args []string) (time.Time, *fixedfilestore.Store, 
 	if err != nil {
 		return time.Time{}, nil, err
 	}
-	store, err := f.openStore(ratelab.FailOpen, ratelab.FixedWindow)
+	store, err := f.openStore(ratelab.FailOpen)
 	return now, store, err
 }
 
 // openStore opens the file store at -dir; a missing or unusable directory
 // is bad input.
-func (f *flags) openStore(policy ratelab.FailPolicy, alg ratelab.Algorithm) (*fixedfilestore.Store, error) {
+func (f *flags) openStore(policy ratelab.FailPolicy) (*fixedfilestore.Store, error) {
 	if f.dir == "" {
 		return nil, usagef("-dir is required")
 	}
-	s, err := fixedfilestore.New(f.dir, fixedfilestore.Options{FailPolicy: policy, Algorithm: alg, Logger: f.logger})
+	s, err := fixedfilestore.New(f.dir, fixedfilestore.Options{FailPolicy: policy, Logger: f.logger})
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
@@ -269,7 +272,8 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	model := f.String("model", "", "cgi, pool, single or two-hosts (required)")
 	store := f.String("store", "", "memory, file or redis (required)")
 	addr := f.String("addr", "127.0.0.1:8080", "address to listen on")
-	algo := f.String("algorithm", "fixed", "file store: fixed or sliding")
+	algo := f.String("algorithm", "fixed", "fixed, sliding, log or gcra")
+	burst := f.Int("burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)")
 	fail := f.String("fail", "open", "file and redis stores: what to do when the state cannot be reached: open or closed")
 	redisURL := f.String("redis", "", "redis store: the server, e.g. redis://127.0.0.1:6379/0")
 	f.common(true, true, true, true, true)
@@ -282,13 +286,13 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	alg, err := ratelab.ParseAlgorithm(*algo)
 	if err != nil {
-		return 0, usagef("-algorithm %q: use fixed or sliding", *algo)
+		return 0, usagef("-algorithm %q: use fixed, sliding, log or gcra", *algo)
 	}
 	policy, err := ratelab.ParseFailPolicy(*fail)
 	if err != nil {
 		return 0, usagef("-fail %q: use open or closed", *fail)
 	}
-	app := harness.App{Store: *store, Limit: f.limit, Window: f.window, Dir: f.dir, Algorithm: alg, FailPolicy: policy, RedisURL: *redisURL}
+	app := harness.App{Store: *store, Limit: f.limit, Window: f.window, Dir: f.dir, Algorithm: alg, Burst: *burst, FailPolicy: policy, RedisURL: *redisURL}
 	if f.at != "" {
 		if app.Now, err = f.now(); err != nil {
 			return 0, err
@@ -325,22 +329,26 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	return exitOK, nil
 }
 
-// hitResult is the JSON line ratelab hit prints.
+// hitResult is the JSON line ratelab hit prints; waits are whole seconds,
+// rounded up.
 type hitResult struct {
 	Allowed    bool   `json:"allowed"`
-	Count      int64  `json:"count"`
-	Limit      int    `json:"limit"`
-	ResetAt    int64  `json:"reset_at"`
+	Rule       string `json:"rule"`
+	Limit      int64  `json:"limit"`
+	Remaining  int64  `json:"remaining"`
 	RetryAfter int64  `json:"retry_after"`
+	ResetAfter int64  `json:"reset_after"`
 	NotCounted string `json:"not_counted,omitempty"`
 }
 
 func cmdHit(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("hit", stdout)
 	f.logger = cliLogger(stderr)
-	key := f.String("key", "", "the key to count, e.g. demo-start:ip:203.0.113.7 (required)")
+	key := f.String("key", "", "the key to count, e.g. ip:203.0.113.7 (required)")
+	name := f.String("rule", "demo-start", "the rule's name: its state is kept apart from every other rule's")
 	fail := f.String("fail", "open", "what to do when the state cannot be reached: open or closed")
-	algo := f.String("algorithm", "fixed", "fixed (the original's fixed window) or sliding (sliding-window counter)")
+	algo := f.String("algorithm", "fixed", "fixed (the original's fixed window), sliding (sliding-window counter), log (sliding log) or gcra")
+	burst := f.Int("burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)")
 	f.common(true, true, false, true, true)
 	if err := f.parse(args); err != nil {
 		return 0, err
@@ -354,28 +362,30 @@ func cmdHit(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	alg, err := ratelab.ParseAlgorithm(*algo)
 	if err != nil {
-		return 0, usagef("-algorithm %q: use fixed or sliding", *algo)
+		return 0, usagef("-algorithm %q: use fixed, sliding, log or gcra", *algo)
+	}
+	rule := ratelab.Rule{Name: *name, Limit: int64(f.limit), Window: f.window, Algorithm: alg, Burst: int64(*burst)}
+	if err := rule.Validate(); err != nil {
+		return 0, usagef("%v", strings.TrimPrefix(err.Error(), "ratelab: "))
 	}
 	now, err := f.now()
 	if err != nil {
 		return 0, err
 	}
-	store, err := f.openStore(policy, alg)
+	store, err := f.openStore(policy)
 	if err != nil {
 		return 0, err
 	}
-	l, err := ratelab.NewLimiter(store, f.limit, f.window)
+	l, err := ratelab.NewLimiter(store, rule)
 	if err != nil {
 		return 0, usagef("%v", err)
 	}
-	d, err := l.AllowAt(*key, now)
+	d, err := l.AllowAt(context.Background(), *key, now)
 	if err != nil {
 		return 0, err
 	}
-	res := hitResult{Allowed: d.Allowed, Count: d.Count, Limit: f.limit, ResetAt: d.ResetAt.Unix()}
-	if !d.Allowed {
-		res.RetryAfter = int64(d.ResetIn / time.Second)
-	}
+	res := hitResult{Allowed: d.Allowed, Rule: rule.Name, Limit: rule.Limit, Remaining: d.Remaining,
+		RetryAfter: ratelab.CeilSeconds(d.RetryAfter), ResetAfter: ratelab.CeilSeconds(d.ResetAfter)}
 	if d.NotCounted != nil {
 		res.NotCounted = d.NotCounted.Error()
 	}
@@ -404,16 +414,10 @@ func cmdInspect(args []string, stdout, stderr io.Writer) (int, error) {
 			continue
 		}
 		status := "expired"
-		if e.Live(now, f.window) {
+		if e.Live(now) {
 			status = "live"
 		}
-		if e.Sliding != nil {
-			fmt.Fprintf(stdout, "%s  window_start=%d (%s)  count=%d  prev_count=%d  %s\n", e.Name, e.Sliding.WindowStart,
-				time.Unix(e.Sliding.WindowStart, 0).UTC().Format(time.RFC3339), e.Sliding.Count, e.Sliding.PrevCount, status)
-			continue
-		}
-		fmt.Fprintf(stdout, "%s  count=%d  reset_at=%d (%s)  %s\n", e.Name, e.State.Count, e.State.ResetAt,
-			time.Unix(e.State.ResetAt, 0).UTC().Format(time.RFC3339), status)
+		fmt.Fprintf(stdout, "%s  %s  %s\n", e.Name, e.Describe(), status)
 	}
 	fmt.Fprintf(stdout, "%d state files in %s\n", len(entries), store.Dir())
 	return exitOK, nil

@@ -45,21 +45,22 @@ func cli(args ...string) (code int, stdout, stderr string) {
 
 func TestHitExitCodesAndJSON(t *testing.T) {
 	dir := t.TempDir()
-	args := []string{"hit", "-dir", dir, "-key", "demo-start:ip:203.0.113.7", "-limit", "2", "-window", "1h"}
+	args := []string{"hit", "-dir", dir, "-key", "ip:203.0.113.7", "-limit", "2", "-window", "1h"}
 	at := func(s string) []string { return append(append([]string{}, args...), "-at", s) }
 
 	for i, want := range []struct {
-		code  int
-		count int64
-	}{{0, 1}, {0, 2}, {3, 3}} {
+		code      int
+		remaining int64
+	}{{0, 1}, {0, 0}, {3, 0}} {
 		code, out, errOut := cli(at("2026-07-09T00:00:00Z")...)
 		assert.Equal(t, want.code, code, "hit %d exit code (stderr %q)", i+1, errOut)
 		var res hitResult
 		require.NoError(t, json.Unmarshal([]byte(out), &res), "hit %d output %q", i+1, out)
-		assert.Equal(t, want.count, res.Count)
+		assert.Equal(t, want.remaining, res.Remaining)
 		assert.Equal(t, want.code == 0, res.Allowed)
-		assert.Equal(t, 2, res.Limit)
-		assert.Equal(t, int64(1783558800), res.ResetAt)
+		assert.Equal(t, int64(2), res.Limit)
+		assert.Equal(t, "demo-start", res.Rule)
+		assert.Equal(t, int64(3600), res.ResetAfter)
 		if want.code == 3 {
 			assert.Equal(t, int64(3600), res.RetryAfter)
 		}
@@ -71,7 +72,49 @@ func TestHitExitCodesAndJSON(t *testing.T) {
 	assert.Contains(t, out, `"retry_after":1`)
 	code, out, _ = cli(at("2026-07-09T01:00:00Z")...)
 	assert.Equal(t, 0, code)
-	assert.Contains(t, out, `"count":1`)
+	assert.Contains(t, out, `"remaining":1`)
+	// The file is where the PHP original keeps demo-start:ip:203.0.113.7.
+	_, err := os.Stat(filepath.Join(dir, "rate-limits", "fa404fc5fdf396553b0d7703ad73ccb8c5ee2ca7e6ba94f5399c5d635e85a1e8.json"))
+	assert.NoError(t, err)
+}
+
+// The finding that opened issue 11, for every algorithm: throttled at
+// 05:01:00, a hit stamped 05:00:59 must not free the key, nor must the
+// next hit at 05:01:00.
+func TestLateHitNeverFreesAThrottledKey(t *testing.T) {
+	for _, alg := range []string{"fixed", "sliding", "log", "gcra"} {
+		t.Run(alg, func(t *testing.T) {
+			args := []string{"hit", "-dir", t.TempDir(), "-key", "k", "-algorithm", alg, "-limit", "5", "-window", "60s", "-burst", "5"}
+			hit := func(at string) int {
+				code, _, errOut := cli(append(append([]string{}, args...), "-at", at)...)
+				require.Contains(t, []int{0, 3}, code, errOut)
+				return code
+			}
+			for i := range 5 {
+				require.Equal(t, 0, hit("2026-07-09T05:01:00Z"), "hit %d", i+1)
+			}
+			assert.Equal(t, 3, hit("2026-07-09T05:01:00Z"), "the sixth")
+			assert.Equal(t, 3, hit("2026-07-09T05:00:59Z"), "a hit stamped a second late")
+			assert.Equal(t, 3, hit("2026-07-09T05:01:00Z"), "and the next")
+		})
+	}
+}
+
+// Two rules on one key keep separate states: five hits of 30/h, one of
+// 5/min two minutes later, and the next 30/h hit is its sixth.
+func TestRulesOnOneKeyAreApart(t *testing.T) {
+	dir := t.TempDir()
+	hourly := []string{"hit", "-dir", dir, "-key", "ip:203.0.113.7", "-rule", "hourly", "-limit", "30", "-window", "1h"}
+	for range 5 {
+		code, _, errOut := cli(append(hourly, "-at", "2026-07-09T00:00:00Z")...)
+		require.Equal(t, 0, code, errOut)
+	}
+	code, _, errOut := cli("hit", "-dir", dir, "-key", "ip:203.0.113.7", "-rule", "minute", "-limit", "5", "-window", "1m", "-at", "2026-07-09T00:02:00Z")
+	require.Equal(t, 0, code, errOut)
+	code, out, errOut := cli(append(hourly, "-at", "2026-07-09T00:02:00Z")...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, `"remaining":24`)
+	assert.Empty(t, errOut, "no clock-skew complaint: the rules never met")
 }
 
 func TestBadUsageIsOneLineAndExit2(t *testing.T) {
@@ -90,6 +133,13 @@ func TestBadUsageIsOneLineAndExit2(t *testing.T) {
 		{[]string{"hit", "-dir", dir, "-key", "k", "-window", "0s"}, "-window 0s must be a whole number of seconds"},
 		{[]string{"hit", "-dir", dir, "-key", "k", "-window", "1500ms"}, "whole number of seconds"},
 		{[]string{"hit", "-dir", dir, "-key", "k", "-at", "yesterday"}, "not an RFC 3339 time"},
+		{[]string{"hit", "-dir", dir, "-key", "k", "-at", "1969-12-31T23:59:59Z"}, "outside 1970-01-01 to 3000-01-01"},
+		{[]string{"hit", "-dir", dir, "-key", "k", "-at", "3000-01-01T00:00:00Z"}, "outside 1970-01-01 to 3000-01-01"},
+		{[]string{"hit", "-dir", dir, "-key", "k", "-window", "9000h"}, "from 1s to 8784h0m0s"},
+		{[]string{"hit", "-dir", dir, "-key", "k", "-algorithm", "leaky"}, "use fixed, sliding, log or gcra"},
+		{[]string{"hit", "-dir", dir, "-key", "k", "-algorithm", "gcra", "-burst", "31"}, "burst 31 must be from 0 to the limit"},
+		{[]string{"hit", "-dir", dir, "-key", "k", "-algorithm", "log", "-limit", "1001"}, "limit 1001 must be from 1 to 1000"},
+		{[]string{"hit", "-dir", dir, "-key", "k", "-rule", "a:b"}, "may hold only letters"},
 		{[]string{"hit", "-dir", dir, "-key", "k", "-fail", "maybe"}, "use open or closed"},
 		{[]string{"hit", "-dir", filepath.Join(dir, "missing"), "-key", "k"}, "does not exist"},
 		{[]string{"hit", "-dir", dir, "-key", "k", "extra"}, `unexpected argument "extra"`},
@@ -155,7 +205,7 @@ func TestInspectAndSweep(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, "count=2  reset_at=1783558800 (2026-07-09T01:00:00Z)  live")
 	assert.Contains(t, out, "count=1  reset_at=1783558800 (2026-07-09T01:00:00Z)  live")
-	assert.Contains(t, out, "unreadable: fixedfilestore: state is not valid JSON")
+	assert.Contains(t, out, "unreadable: algorithm: state is not valid JSON")
 	assert.Contains(t, out, "3 state files")
 
 	code, out, _ = cli("inspect", "-dir", base, "-at", "2026-07-09T01:00:00Z")

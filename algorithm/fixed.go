@@ -1,0 +1,98 @@
+package algorithm
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/ratelab/ratelab"
+)
+
+// Fixed is a fixed window as the PHP original keeps it: the hits counted in
+// the window and the window's end, in Unix seconds. The zero value is the
+// absent state.
+type Fixed struct {
+	Count   int64
+	ResetAt int64
+}
+
+// maxFixedCount is where a fixed window's count saturates instead of
+// overflowing on a hostile state; it stays exact in a Redis script's doubles.
+const maxFixedCount = 1 << 40
+
+// !+fixed
+
+// Take counts one hit of r at now. The rule is the original's: a state
+// that is absent or whose reset_at is not after now starts a new window —
+// count 1, reset_at now + window — and any other state counts the hit in
+// its window without moving reset_at. Every hit counts, refused or not, and
+// a hit is allowed while the count is at most the limit: with a limit of
+// 30 the 31st is the first refused, told to retry when the window ends.
+//
+// A hit stamped before the window began simply counts in it: reset_at lies
+// ahead, so the window is live. But a window cannot end more than one
+// window length after a hit of its own rule, give or take MaxSkew; one that
+// does was written by another rule of the same name with a longer window,
+// and Take reports the conflict instead of touching it.
+func (s Fixed) Take(r ratelab.Rule, now time.Time) (Fixed, ratelab.Decision, error) {
+	t, nowMs := now.Unix(), now.UnixMilli()
+	w := int64(r.Window / time.Second)
+	if s.ResetAt-t > w+int64(ratelab.MaxSkew/time.Second) {
+		return s, ratelab.Decision{}, FixedConflict(r, s.ResetAt-t)
+	}
+	if s.ResetAt <= t {
+		s = Fixed{ResetAt: t + w}
+	}
+	s.Count = min(max(s.Count, 0), maxFixedCount-1) + 1
+	d := ratelab.Decision{
+		Allowed:    s.Count <= r.Limit,
+		Remaining:  max(0, r.Limit-s.Count),
+		ResetAfter: since(s.ResetAt*1000, nowMs),
+	}
+	if !d.Allowed {
+		d.RetryAfter = d.ResetAfter
+	}
+	return s, d, nil
+}
+
+// !-fixed
+
+// Append appends the state's encoding to dst, byte for byte as PHP's
+// json_encode(['count' => N, 'reset_at' => T]) writes it.
+func (s Fixed) Append(dst []byte) []byte {
+	dst = append(dst, `{"count":`...)
+	dst = strconv.AppendInt(dst, s.Count, 10)
+	dst = append(dst, `,"reset_at":`...)
+	dst = strconv.AppendInt(dst, s.ResetAt, 10)
+	return append(dst, '}')
+}
+
+// DecodeFixed parses a fixed-window state. Empty input is the absent
+// state. Anything else must be one JSON object with an integer count of at
+// least zero and a reset_at after the epoch, before 3000 plus two windows.
+func DecodeFixed(b []byte) (Fixed, error) {
+	if len(b) == 0 {
+		return Fixed{}, nil
+	}
+	v, ok := scanFlat(b, `{"count":`, `,"reset_at":`)
+	if ok && v[1] > 0 && v[1] < maxStateUnix {
+		return Fixed{Count: v[0], ResetAt: v[1]}, nil
+	}
+	var raw struct {
+		Count   *int64 `json:"count"`
+		ResetAt *int64 `json:"reset_at"`
+	}
+	if err := decodeObject(b, &raw); err != nil {
+		return Fixed{}, err
+	}
+	switch {
+	case raw.Count == nil || raw.ResetAt == nil:
+		return Fixed{}, errors.New(`algorithm: state lacks "count" or "reset_at"`)
+	case *raw.Count < 0:
+		return Fixed{}, fmt.Errorf("algorithm: state count %d is negative", *raw.Count)
+	case *raw.ResetAt <= 0 || *raw.ResetAt >= maxStateUnix:
+		return Fixed{}, fmt.Errorf("algorithm: state reset_at %d is not a Unix time before the year 3002", *raw.ResetAt)
+	}
+	return Fixed{Count: *raw.Count, ResetAt: *raw.ResetAt}, nil
+}

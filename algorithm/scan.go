@@ -1,0 +1,83 @@
+package algorithm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// maxUnix is 3000-01-01T00:00:00Z in Unix seconds, the end of the instants
+// ratelab accepts.
+const maxUnix = 32503680000
+
+// maxStateUnix bounds the instants a state may record: a window that
+// opens just before maxUnix ends up to two maximal windows later.
+const maxStateUnix = maxUnix + 2*maxWindowSeconds
+
+// maxDecode bounds what the JSON fallback decoder reads.
+const maxDecode = 64 + 16*1000
+
+// scanFlat reads exactly the canonical encoding made of the given
+// literal prefixes, each followed by a non-negative integer written
+// without sign or leading zeros, and a closing brace — what Append writes
+// — without reflection: every hit reads its state, so this is the hot
+// path. Anything else reports false and is left to decodeObject.
+func scanFlat(b []byte, prefixes ...string) ([]int64, bool) {
+	var out [4]int64
+	for i, p := range prefixes {
+		rest, ok := bytes.CutPrefix(b, []byte(p))
+		if !ok {
+			return nil, false
+		}
+		n, m, ok := scanInt(rest)
+		if !ok {
+			return nil, false
+		}
+		out[i], b = n, rest[m:]
+	}
+	if len(b) != 1 || b[0] != '}' {
+		return nil, false
+	}
+	return out[:len(prefixes)], true
+}
+
+// scanInt reads a canonical non-negative integer at the start of b and
+// returns it and its length.
+func scanInt(b []byte) (int64, int, bool) {
+	i := 0
+	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+		i++
+	}
+	if i == 0 || i > 18 || b[0] == '0' && i > 1 {
+		return 0, 0, false
+	}
+	n, err := strconv.ParseInt(string(b[:i]), 10, 64)
+	return n, i, err == nil
+}
+
+// decodeObject decodes exactly one JSON object of at most maxDecode bytes
+// into v, saying what is wrong otherwise.
+func decodeObject(b []byte, v any) error {
+	if len(b) > maxDecode {
+		return fmt.Errorf("algorithm: state is larger than %d bytes", maxDecode)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("algorithm: state is not valid JSON: %w", err)
+	}
+	if dec.More() {
+		return errors.New("algorithm: state has data after its JSON object")
+	}
+	return nil
+}
+
+// checkWindow reports an error unless w (seconds) is a window a rule may
+// have.
+func checkWindow(w int64) error {
+	if w < 1 || w > maxWindowSeconds {
+		return fmt.Errorf("algorithm: state window %d is not from 1 to %d seconds", w, int64(maxWindowSeconds))
+	}
+	return nil
+}

@@ -1,0 +1,113 @@
+package redisstore
+
+import "github.com/redis/go-redis/v9"
+
+// The four steps of package algorithm as Redis scripts, one per hit: each
+// reads the state, decides, writes the state and its expiry in one step, so
+// no other client runs in between and a crash of the client cannot leave a
+// state without an expiry. Each takes
+//
+//	KEYS[1] the state's key
+//	ARGV    now (Unix ms), window (s), limit, burst, MaxSkew (s)
+//
+// and returns {0, allowed, remaining, retry_after_ms, reset_after_ms}, or
+// {1, detail} when the state belongs to another rule of the same name
+// (detail: the window the state records, or for a fixed window how far
+// ahead it ends). Numbers are Lua doubles, exact below 2^53, which the
+// bounds of ratelab.Rule keep every value under; the ones written back are
+// formatted as integers. The caller's clock decides; TTLs only clean up.
+const prelude = `
+local nowms, w, limit, burst, skew = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local t = math.floor(nowms / 1000)
+local function int(x) return string.format('%d', x) end
+`
+
+// !+fixedscript
+
+// fixedWindow is algorithm.Fixed.Take.
+var fixedWindow = redis.NewScript(prelude + `
+local st = redis.call('HMGET', KEYS[1], 'count', 'reset_at')
+local count, reset = tonumber(st[1]), tonumber(st[2])
+if count == nil or reset == nil then count, reset = 0, 0 end
+if reset - t > w + skew then return {1, reset - t} end
+if reset <= t then count, reset = 0, t + w end
+count = math.min(math.max(count, 0), 1099511627775) + 1
+redis.call('HSET', KEYS[1], 'count', int(count), 'reset_at', int(reset))
+redis.call('EXPIRE', KEYS[1], int(reset - t + skew + 1))
+local after = math.max(0, reset * 1000 - nowms)
+if count <= limit then return {0, 1, limit - count, 0, after} end
+return {0, 0, 0, after, after}
+`)
+
+// !-fixedscript
+
+// slidingCounter is algorithm.Sliding.Take.
+var slidingCounter = redis.NewScript(prelude + `
+local st = redis.call('HMGET', KEYS[1], 'window', 'window_start', 'count', 'prev_count')
+local sw, ws, c, p = tonumber(st[1]), tonumber(st[2]), tonumber(st[3]), tonumber(st[4])
+if sw == nil or ws == nil or c == nil or p == nil then sw, ws, c, p = 0, 0, 0, 0 end
+if sw ~= 0 and sw ~= w then return {1, sw} end
+local cur = math.max(t - (t % w), ws)
+if ws == cur then
+elseif ws == cur - w then p, c = c, 0
+else p, c = 0, 0 end
+c = math.min(math.max(c, 0), 268435455) + 1
+p = math.min(math.max(p, 0), 268435456)
+redis.call('HSET', KEYS[1], 'window', int(w), 'window_start', int(cur), 'count', int(c), 'prev_count', int(p))
+redis.call('EXPIRE', KEYS[1], int(math.max(cur + 2 * w - t, 0) + 1))
+local elapsed = math.min(math.max(t - cur, 0), w)
+local weighted = math.floor((p * (w - elapsed) + c * w + w - 1) / w)
+local after = math.max(0, (cur + 2 * w) * 1000 - nowms)
+if weighted <= limit then return {0, 1, limit - weighted, 0, after} end
+local at
+if c + 1 <= limit then
+  at = math.max(t, cur + math.min(w - math.floor((limit - c - 1) * w / p), w))
+elseif limit <= 1 then
+  at = cur + 2 * w
+else
+  at = cur + 2 * w - math.floor((limit - 1) * w / c)
+end
+return {0, 0, 0, math.max(0, at * 1000 - nowms), after}
+`)
+
+// slidingLog is algorithm.Log.Take; the state is the same JSON the file
+// store writes, in a string key.
+var slidingLog = redis.NewScript(prelude + `
+local raw = redis.call('GET', KEYS[1])
+local sw, ts = 0, {}
+if raw then
+  local o = cjson.decode(raw)
+  sw, ts = tonumber(o.window), o.ts
+end
+if sw ~= 0 and sw ~= w then return {1, sw} end
+local n = #ts
+local at = nowms
+if n > 0 and ts[n] > at then at = ts[n] end
+local i = 1
+while i <= n and ts[i] < at - w * 1000 do i = i + 1 end
+local keep = n - i + 1
+if keep > limit then i, keep = i + keep - limit, limit end
+if keep >= limit then
+  return {0, 0, 0, math.max(0, ts[i] + w * 1000 + 1 - nowms), math.max(0, ts[n] + w * 1000 + 1 - nowms)}
+end
+local out = {}
+for j = i, n do out[#out + 1] = int(ts[j]) end
+out[#out + 1] = int(at)
+redis.call('SET', KEYS[1], '{"window":' .. int(w) .. ',"ts":[' .. table.concat(out, ',') .. ']}',
+  'PX', int(at + w * 1000 + 1 - nowms + skew * 1000))
+return {0, 1, limit - #out, 0, math.max(0, at + w * 1000 + 1 - nowms)}
+`)
+
+// gcra is algorithm.GCRAState.Take.
+var gcra = redis.NewScript(prelude + `
+local st = redis.call('HMGET', KEYS[1], 'window', 'tat')
+local sw, tat = tonumber(st[1]) or 0, tonumber(st[2]) or 0
+if sw ~= 0 and sw ~= w then return {1, sw} end
+local interval = math.floor((w * 1000 + limit - 1) / limit)
+tat = math.max(tat, nowms)
+local allowat = tat + interval - burst * interval
+if nowms < allowat then return {0, 0, 0, allowat - nowms, math.max(0, tat - nowms)} end
+redis.call('HSET', KEYS[1], 'window', int(w), 'tat', int(tat + interval))
+redis.call('PEXPIRE', KEYS[1], int(tat + interval - nowms + skew * 1000))
+return {0, 1, math.floor((nowms - allowat) / interval), 0, tat + interval - nowms}
+`)
