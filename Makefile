@@ -5,7 +5,7 @@ GO ?= go
 PKGS := ./...
 
 .PHONY: all test fmt-check vet staticcheck cross test-race demo demo-broken demo-fixed demo-race \
-	demo-boundary demo-redis figures serve-broken serve-fixed bench docs fuzz bin/ratelab
+	demo-boundary demo-redis figures serve-broken serve-fixed bench bench-peers docs fuzz bin/ratelab
 
 # The demos' workload: enough requests that a pool of 4 shows its 4 × 30.
 DEMO_FLAGS ?= -requests 130 -limit 30 -window 1h -workers 4 -concurrency 8
@@ -81,6 +81,10 @@ serve-fixed: bin/ratelab
 ## bench: per-hit costs and cross-process throughput, written to docs/performance.md
 bench: bin/ratelab
 	bin/ratelab bench -o docs/performance.md
+
+## bench-peers: redis_store beside go-redis/redis_rate and ulule/limiter (a module of its own)
+bench-peers:
+	cd bench/peers && $(GO) run . -o ../../docs/performance-redis.md
 
 ## docs: weave docs/src/*.md into docs/*.md (code from source regions, output from real runs)
 docs:

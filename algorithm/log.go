@@ -54,7 +54,7 @@ func (s Log) Take(r ratelab.Rule, now time.Time) (next Log, d ratelab.Decision, 
 		d.ResetAfter = since(ts[len(ts)-1]+w*1000+1, nowMs)
 		return s, d, false, nil
 	}
-	ts = append(ts[:len(ts):len(ts)], at)
+	ts = append(ts, at) // ts is this call's own: Decode made it
 	d = ratelab.Decision{
 		Allowed:    true,
 		Remaining:  r.Limit - int64(len(ts)),
@@ -128,7 +128,7 @@ func scanLog(b []byte) (Log, bool) {
 	if !ok {
 		return Log{}, false
 	}
-	s := Log{Window: w, TS: make([]int64, 0, bytes.Count(rest, []byte{','})+1)}
+	s := Log{Window: w, TS: make([]int64, 0, bytes.Count(rest, []byte{','})+2)} // room for one more
 	for len(rest) > 0 && rest[0] != ']' {
 		if len(s.TS) > 0 {
 			if rest[0] != ',' {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 )
 
 // maxUnix is 3000-01-01T00:00:00Z in Unix seconds, the end of the instants
@@ -43,18 +42,19 @@ func scanFlat(b []byte, prefixes ...string) ([]int64, bool) {
 	return out[:len(prefixes)], true
 }
 
-// scanInt reads a canonical non-negative integer at the start of b and
-// returns it and its length.
+// scanInt reads a canonical non-negative integer of at most 18 digits at
+// the start of b and returns it and its length.
 func scanInt(b []byte) (int64, int, bool) {
+	var n int64
 	i := 0
 	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+		n = n*10 + int64(b[i]-'0')
 		i++
 	}
 	if i == 0 || i > 18 || b[0] == '0' && i > 1 {
 		return 0, 0, false
 	}
-	n, err := strconv.ParseInt(string(b[:i]), 10, 64)
-	return n, i, err == nil
+	return n, i, true
 }
 
 // decodeObject decodes exactly one JSON object of at most maxDecode bytes

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,27 +21,33 @@ func supported() error { return nil }
 
 // update performs one locked read-modify-write of the state at path and
 // returns the decision. It speaks to the kernel directly — open, flock,
-// fstat, lstat, pread, pwrite, flock, close — so each step is one system
-// call that the package documentation can name.
+// fstat, pread, pwrite, flock, close — so each step is one system call
+// that the package documentation can name.
 func (s *Store) update(ctx context.Context, path string, r ratelab.Rule, now time.Time) (ratelab.Decision, error) {
 	for range maxReopen {
-		fd, err := s.openLocked(ctx, path)
-		if errors.Is(err, errReplaced) {
-			continue
-		}
+		fd, err := s.open(path)
 		if err != nil {
 			return ratelab.Decision{}, err
 		}
-		return s.readModifyWrite(fd, path, r, now)
+		d, err := s.withLock(ctx, fd, path, func() (ratelab.Decision, error) {
+			if err := checkHeld(fd, path); err != nil {
+				return ratelab.Decision{}, err
+			}
+			return s.readModifyWrite(fd, path, r, now)
+		})
+		if errors.Is(err, errReplaced) {
+			continue
+		}
+		return d, err
 	}
 	return ratelab.Decision{}, fmt.Errorf("%s was removed %d times while this hit waited for its lock", path, maxReopen)
 }
 
 // !+locked
-// openLocked opens path create-without-truncate, locks it and checks that
-// the locked file is still the one at path. It returns errReplaced if a
-// sweep removed the file before the lock was taken.
-func (s *Store) openLocked(ctx context.Context, path string) (int, error) {
+
+// open opens path create-without-truncate, recreating the state directory
+// if someone removed it.
+func (s *Store) open(path string) (int, error) {
 	fd, err := openState(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		// The state directory vanished (someone cleaned var/): recreate it,
@@ -52,29 +57,29 @@ func (s *Store) openLocked(ctx context.Context, path string) (int, error) {
 		}
 		fd, err = openState(path)
 	}
-	if err != nil {
-		return -1, err
-	}
-	if s.testHookOpened != nil {
+	if err == nil && s.testHookOpened != nil {
 		s.testHookOpened()
 	}
-	if given, err := s.lockExclusive(ctx, fd); err != nil {
-		if !given {
-			syscall.Close(fd)
-		}
-		return -1, fmt.Errorf("lock %s: %w", path, err)
-	}
+	return fd, err
+}
+
+// checkHeld runs under the lock: the file must be a regular file with
+// exactly one name. None: a sweep unlinked it while this hit waited for
+// the lock, so errReplaced starts the hit over on the live file. More
+// than one: a hard link to a file elsewhere, never to be written through.
+// One fstat answers both, where comparing with an lstat of the path would
+// cost another walk of it.
+func checkHeld(fd int, path string) error {
 	held, err := fstatRegular(fd, path)
-	if err != nil {
-		unlockClose(fd)
-		return -1, err
+	switch {
+	case err != nil:
+		return err
+	case held.Nlink == 0:
+		return errReplaced
+	case held.Nlink > 1:
+		return fmt.Errorf("%s has %d hard links: refusing to write through a link", path, held.Nlink)
 	}
-	var cur syscall.Stat_t
-	if err := syscall.Lstat(path, &cur); err != nil || cur.Dev != held.Dev || cur.Ino != held.Ino {
-		unlockClose(fd)
-		return -1, errReplaced
-	}
-	return fd, nil
+	return nil
 }
 
 // !-locked
@@ -106,13 +111,11 @@ func openNoFollow(path string, flags int, perm uint32) (int, error) {
 // !-open
 
 // !+rmw
-// readModifyWrite applies one hit to the locked file, then unlocks and
-// closes it, whatever happens.
+// readModifyWrite applies one hit to the locked file. withLock unlocks
+// and closes it afterwards, whatever happens.
 func (s *Store) readModifyWrite(fd int, path string, r ratelab.Rule, now time.Time) (ratelab.Decision, error) {
-	defer unlockClose(fd)
-
-	var small [256]byte
-	old := small[:]
+	var small [1024]byte // a sliding log of limit 60 fits
+	old := small[:min(algorithm.MaxStateSize(r)+1, len(small))]
 	if n := algorithm.MaxStateSize(r) + 1; n > len(old) {
 		old = make([]byte, n)
 	}
@@ -120,7 +123,7 @@ func (s *Store) readModifyWrite(fd int, path string, r ratelab.Rule, now time.Ti
 	if err != nil {
 		return ratelab.Decision{}, &fs.PathError{Op: "read", Path: path, Err: err}
 	}
-	var buf [256]byte
+	var buf [1024]byte
 	res, err := s.step(buf[:0], old[:n], path, r, now)
 	if err != nil || res.State == nil {
 		return res.Decision, err // refused and not recorded: nothing to write
@@ -142,7 +145,9 @@ func (s *Store) readModifyWrite(fd int, path string, r ratelab.Rule, now time.Ti
 
 // !-rmw
 
-// pread reads from offset 0 until buf is full or the file ends.
+// pread reads from offset 0 until buf is full or the file ends. A short
+// read of a regular file is its end, so the common case is one system
+// call, not a second one that returns 0.
 func pread(fd int, buf []byte) (int, error) {
 	n := 0
 	for n < len(buf) {
@@ -152,116 +157,13 @@ func pread(fd int, buf []byte) (int, error) {
 			continue
 		case err != nil:
 			return n, err
-		case m == 0:
-			return n, nil
 		}
 		n += m
+		if m < len(buf[n-m:]) {
+			return n, nil
+		}
 	}
 	return n, nil
-}
-
-// lockExclusive takes an exclusive flock(2) on fd, waiting at most
-// s.lockWait.
-//
-// A blocking flock(2) cannot be given a deadline, and polling with a
-// non-blocking one wakes late and costs hot-key throughput when many
-// processes share few cores. So after two non-blocking attempts 20µs apart
-// (a holder keeps the lock for microseconds, so many waits end there), a
-// goroutine waits in a blocking flock(2) — the kernel wakes it the moment
-// the holder lets go — while the caller waits at most s.lockWait for it.
-// If the wait runs out, the goroutine is left to finish on its own: from
-// then on it owns fd, releases the lock if it ever gets it, and closes fd.
-// given reports that hand-over; the caller must then not touch fd. When
-// maxBlockedWaiters goroutines are already waiting (a hung holder with
-// heavy traffic), the caller polls instead.
-func (s *Store) lockExclusive(ctx context.Context, fd int) (given bool, err error) {
-	if s.lockWait == WaitForever {
-		return false, lockWithinMode(context.Background(), fd, syscall.LOCK_EX, WaitForever)
-	}
-	// Short waits, the common case, end in a second try.
-	for try := range 2 {
-		err = syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil || !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			return false, err
-		}
-		if try == 0 {
-			time.Sleep(20 * time.Microsecond)
-		}
-	}
-	if s.blockedWaiters.Add(1) > maxBlockedWaiters {
-		s.blockedWaiters.Add(-1)
-		return false, lockWithinMode(ctx, fd, syscall.LOCK_EX, s.lockWait)
-	}
-	const waiting, done, abandoned = 0, 1, 2
-	var state atomic.Int32
-	result := make(chan error, 1)
-	go func() {
-		defer s.blockedWaiters.Add(-1)
-		err := lockWithinMode(context.Background(), fd, syscall.LOCK_EX, WaitForever)
-		if state.CompareAndSwap(waiting, done) {
-			result <- err
-			return
-		}
-		// The caller gave up and left fd to us.
-		if err == nil {
-			unlock(fd)
-		}
-		syscall.Close(fd)
-	}()
-	timer := time.NewTimer(s.lockWait)
-	defer timer.Stop()
-	var giveUp error
-	select {
-	case err := <-result:
-		return false, err
-	case <-timer.C:
-		giveUp = fmt.Errorf("%w (%v)", ErrLockTimeout, s.lockWait)
-	case <-ctx.Done():
-		giveUp = fmt.Errorf("waiting for the lock: %w", ctx.Err())
-	}
-	if state.CompareAndSwap(waiting, abandoned) {
-		return true, giveUp
-	}
-	return false, <-result // the lock came just in time
-}
-
-// lockWithinMode takes a flock(2) of the given mode on fd, waiting at most
-// wait, or until ctx ends, by polling with a non-blocking flock, backing
-// off from 20µs to 250µs. WaitForever blocks instead, ignoring ctx.
-func lockWithinMode(ctx context.Context, fd, mode int, wait time.Duration) error {
-	if wait == WaitForever {
-		for {
-			err := syscall.Flock(fd, mode)
-			if !errors.Is(err, syscall.EINTR) {
-				return err
-			}
-		}
-	}
-	var deadline time.Time
-	delay := 20 * time.Microsecond
-	for {
-		err := syscall.Flock(fd, mode|syscall.LOCK_NB)
-		switch {
-		case err == nil:
-			return nil
-		case errors.Is(err, syscall.EINTR):
-			continue
-		case !errors.Is(err, syscall.EWOULDBLOCK):
-			return fmt.Errorf("flock: %w", err)
-		}
-		now := time.Now()
-		if deadline.IsZero() {
-			deadline = now.Add(wait)
-		}
-		if !now.Before(deadline) {
-			return fmt.Errorf("%w (%v)", ErrLockTimeout, wait)
-		}
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("waiting for the lock: %w", err)
-		}
-		time.Sleep(min(delay, deadline.Sub(now)))
-		delay = min(2*delay, 250*time.Microsecond)
-	}
 }
 
 // fstatRegular stats fd and refuses anything but a regular file (a FIFO
@@ -275,28 +177,6 @@ func fstatRegular(fd int, path string) (syscall.Stat_t, error) {
 		return st, fmt.Errorf("%s is not a regular file", path)
 	}
 	return st, nil
-}
-
-// tryLock takes an exclusive flock(2) on fd without waiting; it reports
-// false if another open file holds a lock.
-func tryLock(fd int) (bool, error) {
-	err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, syscall.EWOULDBLOCK):
-		return false, nil
-	}
-	return false, fmt.Errorf("flock: %w", err)
-}
-
-func unlock(fd int) { _ = syscall.Flock(fd, syscall.LOCK_UN) }
-
-// unlockClose releases the lock, then closes the descriptor. Closing alone
-// would release it too; unlocking first says so.
-func unlockClose(fd int) {
-	unlock(fd)
-	syscall.Close(fd)
 }
 
 // readShared reads the state file at path under a shared lock, so that it

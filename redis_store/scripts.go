@@ -17,23 +17,31 @@ import "github.com/redis/go-redis/v9"
 // bounds of ratelab.Rule keep every value under; the ones written back are
 // formatted as integers. The caller's clock decides; TTLs only clean up.
 const prelude = `
-local nowms, w, limit, burst, skew = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local t = math.floor(nowms / 1000)
+local tn, call = tonumber, redis.call
+local nowms, w, limit, burst, skew = tn(ARGV[1]), tn(ARGV[2]), tn(ARGV[3]), tn(ARGV[4]), tn(ARGV[5])
+local t = (nowms - nowms % 1000) / 1000
 local function int(x) return string.format('%d', x) end
 `
 
 // !+fixedscript
 
-// fixedWindow is algorithm.Fixed.Take.
+// fixedWindow is algorithm.Fixed.Take. A hit inside a live window is one
+// HGET and one HINCRBY; only a new window writes reset_at and the expiry.
 var fixedWindow = redis.NewScript(prelude + `
-local st = redis.call('HMGET', KEYS[1], 'count', 'reset_at')
-local count, reset = tonumber(st[1]), tonumber(st[2])
-if count == nil or reset == nil then count, reset = 0, 0 end
-if reset - t > w + skew then return {1, reset - t} end
-if reset <= t then count, reset = 0, t + w end
-count = math.min(math.max(count, 0), 1099511627775) + 1
-redis.call('HSET', KEYS[1], 'count', int(count), 'reset_at', int(reset))
-redis.call('EXPIRE', KEYS[1], int(reset - t + skew + 1))
+local reset = tn(call('HGET', KEYS[1], 'reset_at'))
+local count
+if reset and reset - t > w + skew then return {1, reset - t} end
+if reset == nil or reset <= t then
+  reset, count = t + w, 1
+  call('HSET', KEYS[1], 'count', 1, 'reset_at', int(reset))
+  call('EXPIRE', KEYS[1], int(reset - t + skew + 1))
+else
+  count = call('HINCRBY', KEYS[1], 'count', 1)
+  if count < 1 or count > 1099511627776 then -- a hostile count: saturate as Take does
+    count = math.min(math.max(count, 1), 1099511627776)
+    call('HSET', KEYS[1], 'count', int(count))
+  end
+end
 local after = math.max(0, reset * 1000 - nowms)
 if count <= limit then return {0, 1, limit - count, 0, after} end
 return {0, 0, 0, after, after}
@@ -43,8 +51,8 @@ return {0, 0, 0, after, after}
 
 // slidingCounter is algorithm.Sliding.Take.
 var slidingCounter = redis.NewScript(prelude + `
-local st = redis.call('HMGET', KEYS[1], 'window', 'window_start', 'count', 'prev_count')
-local sw, ws, c, p = tonumber(st[1]), tonumber(st[2]), tonumber(st[3]), tonumber(st[4])
+local st = call('HMGET', KEYS[1], 'window', 'window_start', 'count', 'prev_count')
+local sw, ws, c, p = tn(st[1]), tn(st[2]), tn(st[3]), tn(st[4])
 if sw == nil or ws == nil or c == nil or p == nil then sw, ws, c, p = 0, 0, 0, 0 end
 if sw ~= 0 and sw ~= w then return {1, sw} end
 local cur = math.max(t - (t % w), ws)
@@ -53,8 +61,8 @@ elseif ws == cur - w then p, c = c, 0
 else p, c = 0, 0 end
 c = math.min(math.max(c, 0), 268435455) + 1
 p = math.min(math.max(p, 0), 268435456)
-redis.call('HSET', KEYS[1], 'window', int(w), 'window_start', int(cur), 'count', int(c), 'prev_count', int(p))
-redis.call('EXPIRE', KEYS[1], int(math.max(cur + 2 * w - t, 0) + 1))
+call('HSET', KEYS[1], 'window', int(w), 'window_start', int(cur), 'count', int(c), 'prev_count', int(p))
+call('EXPIRE', KEYS[1], int(math.max(cur + 2 * w - t, 0) + 1))
 local elapsed = math.min(math.max(t - cur, 0), w)
 local weighted = math.floor((p * (w - elapsed) + c * w + w - 1) / w)
 local after = math.max(0, (cur + 2 * w) * 1000 - nowms)
@@ -73,11 +81,11 @@ return {0, 0, 0, math.max(0, at * 1000 - nowms), after}
 // slidingLog is algorithm.Log.Take; the state is the same JSON the file
 // store writes, in a string key.
 var slidingLog = redis.NewScript(prelude + `
-local raw = redis.call('GET', KEYS[1])
+local raw = call('GET', KEYS[1])
 local sw, ts = 0, {}
 if raw then
   local o = cjson.decode(raw)
-  sw, ts = tonumber(o.window), o.ts
+  sw, ts = tn(o.window), o.ts
 end
 if sw ~= 0 and sw ~= w then return {1, sw} end
 local n = #ts
@@ -93,21 +101,21 @@ end
 local out = {}
 for j = i, n do out[#out + 1] = int(ts[j]) end
 out[#out + 1] = int(at)
-redis.call('SET', KEYS[1], '{"window":' .. int(w) .. ',"ts":[' .. table.concat(out, ',') .. ']}',
+call('SET', KEYS[1], '{"window":' .. int(w) .. ',"ts":[' .. table.concat(out, ',') .. ']}',
   'PX', int(at + w * 1000 + 1 - nowms + skew * 1000))
 return {0, 1, limit - #out, 0, math.max(0, at + w * 1000 + 1 - nowms)}
 `)
 
 // gcra is algorithm.GCRAState.Take.
 var gcra = redis.NewScript(prelude + `
-local st = redis.call('HMGET', KEYS[1], 'window', 'tat')
-local sw, tat = tonumber(st[1]) or 0, tonumber(st[2]) or 0
+local st = call('HMGET', KEYS[1], 'window', 'tat')
+local sw, tat = tn(st[1]) or 0, tn(st[2]) or 0
 if sw ~= 0 and sw ~= w then return {1, sw} end
 local interval = math.floor((w * 1000 + limit - 1) / limit)
 tat = math.max(tat, nowms)
 local allowat = tat + interval - burst * interval
 if nowms < allowat then return {0, 0, 0, allowat - nowms, math.max(0, tat - nowms)} end
-redis.call('HSET', KEYS[1], 'window', int(w), 'tat', int(tat + interval))
-redis.call('PEXPIRE', KEYS[1], int(tat + interval - nowms + skew * 1000))
+call('HSET', KEYS[1], 'window', int(w), 'tat', int(tat + interval))
+call('PEXPIRE', KEYS[1], int(tat + interval - nowms + skew * 1000))
 return {0, 1, math.floor((nowms - allowat) / interval), 0, tat + interval - nowms}
 `)

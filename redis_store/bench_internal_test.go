@@ -1,0 +1,61 @@
+package redisstore
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/internal/redistest"
+)
+
+// BenchmarkTakeRatios runs, in turns in one loop, a trivial EVALSHA (the
+// least any script costs), the fixed-window script alone, and a whole
+// Take, against a private redis-server on loopback. The target is
+// take/evalsha ≤ 1.1.
+func BenchmarkTakeRatios(b *testing.B) {
+	if !redistest.Available() {
+		b.Skip("redis-server not found: install it with " + redistest.InstallHint)
+	}
+	srv, err := redistest.Start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Stop()
+	rdb, err := NewClient("redis://"+srv.Addr+"/0", time.Second)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rdb.Close()
+	s, err := New(rdb, Options{FailPolicy: ratelab.FailClosed})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	r := ratelab.Rule{Name: "bench", Limit: ratelab.MaxLimit, Window: time.Hour}
+	trivial := redis.NewScript("return 1")
+	key := s.Key(r, "k")
+	now := time.Now()
+	fns := []func() error{
+		func() error { return trivial.Run(ctx, rdb, []string{key}).Err() },
+		func() error {
+			return fixedWindow.Run(ctx, rdb, []string{key}, now.UnixMilli(), 3600, r.Limit, 0, 60).Err()
+		},
+		func() error { _, err := s.TakeAt(ctx, r, "k", now); return err },
+	}
+	spent := make([]time.Duration, len(fns))
+	for b.Loop() {
+		for i, f := range fns {
+			t := time.Now()
+			if err := f(); err != nil {
+				b.Fatal(err)
+			}
+			spent[i] += time.Since(t)
+		}
+	}
+	b.ReportMetric(float64(spent[0].Nanoseconds())/float64(b.N), "evalsha-ns/hit")
+	b.ReportMetric(float64(spent[1])/float64(spent[0]), "script/evalsha")
+	b.ReportMetric(float64(spent[2])/float64(spent[0]), "take/evalsha")
+}
