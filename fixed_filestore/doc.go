@@ -25,15 +25,17 @@
 //  2. Take an exclusive flock(2) on that descriptor, waiting at most
 //     Options.LockWait. Every other hitter of the key waits here, which makes
 //     the read-modify-write below atomic.
-//  3. Check that the locked file is still the one at the path (os.SameFile):
-//     a sweep may have unlinked it while this hitter waited. If not, start
-//     over, so the hit lands in the live file and is never lost.
+//  3. Check that the locked file still has exactly one name (its link
+//     count, by fstat): a sweep may have unlinked it while this hitter
+//     waited (no name), so start over and the hit lands in the live file;
+//     a hard link (two names) is refused, never written through.
 //  4. Read the state, apply the rule's step (algorithm.Take), write it
 //     back at offset 0 and truncate to the new length; a hit the algorithm
-//     refuses without recording it writes nothing. The file never passes through zero
-//     length, and on ext4 this is about ten times faster than the original's
-//     ftruncate(0)-then-write, which triggers ext4's auto_da_alloc flush on
-//     close.
+//     refuses without recording it writes nothing. The file never passes
+//     through zero length, and on ext4 it is several times cheaper than the
+//     original's ftruncate(0)-then-write, which triggers ext4's
+//     auto_da_alloc flush on close (docs/performance.md has the figure and
+//     names the filesystem).
 //  5. Unlock (deferred, so no path out of the function keeps the lock) and
 //     close.
 //

@@ -43,8 +43,9 @@ const (
 // Stress starts procs processes, holds them at a barrier until all are
 // ready, releases them together, and lets each count hits hits on one key.
 // For "flock" the processes use fixed_filestore; the two lock-free modes
-// use BrokenCounter without its lock.
-func Stress(dir, mode string, procs, hits int) (StressResult, error) {
+// use BrokenCounter without its lock. env is added to every child's
+// environment (the benchmark sets GOMAXPROCS with it).
+func Stress(dir, mode string, procs, hits int, env ...string) (StressResult, error) {
 	res := StressResult{Mode: mode, Procs: procs, Hits: hits, Expected: int64(procs * hits)}
 	path := filepath.Join(dir, "state.json")
 	flockMode := strings.HasPrefix(mode, "flock")
@@ -61,7 +62,7 @@ func Stress(dir, mode string, procs, hits int) (StressResult, error) {
 	}()
 	for i := range children {
 		c, err := child(fmt.Sprintf("stress-%d", i), roleStress, path,
-			"RATELAB_RACE_MODE="+mode, "RATELAB_RACE_HITS="+strconv.Itoa(hits))
+			append([]string{"RATELAB_RACE_MODE=" + mode, "RATELAB_RACE_HITS=" + strconv.Itoa(hits)}, env...)...)
 		if err != nil {
 			return res, err
 		}
