@@ -71,7 +71,8 @@ func ExampleOptions_failClosed() {
 	// refused: true
 }
 
-// A sweep removes state whose window ended long ago and reports every entry.
+// A sweep removes the states that are over, judged by each state itself,
+// and reports every entry.
 func ExampleStore_SweepAt() {
 	base, err := os.MkdirTemp("", "ratelab-example")
 	if err != nil {
@@ -82,14 +83,12 @@ func ExampleStore_SweepAt() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	now, ctx := time.Now(), context.Background()
+	now, ctx := time.Date(2026, 7, 9, 3, 0, 0, 0, time.UTC), context.Background()
 	rule := ratelab.Rule{Name: "demo-start", Limit: 30, Window: time.Hour}
-	store.TakeAt(ctx, rule, "ip:203.0.113.7", now)
-	old := now.Add(-3 * time.Hour)
-	os.Chtimes(store.Path(rule, "ip:203.0.113.7"), old, old)
-	store.TakeAt(ctx, rule, "ip:198.51.100.9", now)
+	store.TakeAt(ctx, rule, "ip:203.0.113.7", now.Add(-2*time.Hour)) // its window ended an hour ago
+	store.TakeAt(ctx, rule, "ip:198.51.100.9", now.Add(-time.Minute))
 
-	report, err := store.SweepAt(time.Hour, now)
+	report, err := store.SweepAt(now)
 	if err != nil {
 		log.Fatal(err)
 	}

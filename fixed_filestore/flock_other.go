@@ -11,7 +11,6 @@ import (
 	"github.com/ratelab/ratelab"
 )
 
-const oNoFollow = 0
 
 func supported() error {
 	return errors.New("fixedfilestore: needs flock(2) semantics (advisory whole-file locks owned by the open file, " +
@@ -22,8 +21,13 @@ func (s *Store) update(context.Context, string, ratelab.Rule, time.Time) (ratela
 	return ratelab.Decision{}, supported()
 }
 
-func tryLock(int) (bool, error) { return false, supported() }
+func (s *Store) readShared(string, time.Duration) ([]byte, error) { return nil, supported() }
 
-func unlock(int) {}
+func (s *Store) names() ([]string, error) { return nil, supported() }
 
-func readShared(string, time.Duration) ([]byte, error) { return nil, supported() }
+func (s *Store) closeDir() error { return nil }
+
+func openDir(string) (int, error) { return -1, supported() }
+
+// SweepAt needs flock(2) semantics.
+func (s *Store) SweepAt(time.Time) ([]SweepEntry, error) { return nil, supported() }

@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -15,7 +15,6 @@ import (
 	"github.com/ratelab/ratelab/algorithm"
 )
 
-const oNoFollow = syscall.O_NOFOLLOW
 
 func supported() error { return nil }
 
@@ -25,7 +24,7 @@ func supported() error { return nil }
 // that the package documentation can name.
 func (s *Store) update(ctx context.Context, path string, r ratelab.Rule, now time.Time) (ratelab.Decision, error) {
 	for range maxReopen {
-		fd, err := s.open(path)
+		fd, err := s.open(filepath.Base(path))
 		if err != nil {
 			return ratelab.Decision{}, err
 		}
@@ -45,18 +44,9 @@ func (s *Store) update(ctx context.Context, path string, r ratelab.Rule, now tim
 
 // !+locked
 
-// open opens path create-without-truncate, recreating the state directory
-// if someone removed it.
-func (s *Store) open(path string) (int, error) {
-	fd, err := openState(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		// The state directory vanished (someone cleaned var/): recreate it,
-		// but not its parents; a missing base directory is a failure.
-		if err := os.Mkdir(s.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-			return -1, fmt.Errorf("recreate state directory: %w", err)
-		}
-		fd, err = openState(path)
-	}
+// open opens the state file name create-without-truncate.
+func (s *Store) open(name string) (int, error) {
+	fd, err := s.openAt(name, syscall.O_RDWR|syscall.O_CREAT, 0o600)
 	if err == nil && s.testHookOpened != nil {
 		s.testHookOpened()
 	}
@@ -85,28 +75,10 @@ func checkHeld(fd int, path string) error {
 // !-locked
 
 // !+open
-// openState opens path read-write, creating it 0600 if absent, never
-// truncating it and never following a symlink: the original's "c+" mode.
-func openState(path string) (int, error) {
-	return openNoFollow(path, syscall.O_RDWR|syscall.O_CREAT, 0o600)
-}
-
-// openNoFollow opens path with flags plus O_NOFOLLOW and O_CLOEXEC,
-// retrying when interrupted, and says so plainly when path is a symlink.
-func openNoFollow(path string, flags int, perm uint32) (int, error) {
-	for {
-		fd, err := syscall.Open(path, flags|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, perm)
-		switch {
-		case err == nil:
-			return fd, nil
-		case errors.Is(err, syscall.EINTR):
-			continue
-		case errors.Is(err, syscall.ELOOP):
-			return -1, fmt.Errorf("%s is a symlink: refusing to follow it", path)
-		}
-		return -1, &fs.PathError{Op: "open", Path: path, Err: err}
-	}
-}
+// A state file is opened read-write, created 0600 if absent, never
+// truncated (the original's "c+" mode), and never through a link:
+// openAt's O_NOFOLLOW refuses a symlink at the name, and the directory
+// descriptor it opens relative to refuses one in place of the directory.
 
 // !-open
 
@@ -179,21 +151,24 @@ func fstatRegular(fd int, path string) (syscall.Stat_t, error) {
 	return st, nil
 }
 
-// readShared reads the state file at path under a shared lock, so that it
-// never sees a write half done, waiting at most wait for the lock.
-func readShared(path string, wait time.Duration) ([]byte, error) {
-	fd, err := openNoFollow(path, syscall.O_RDONLY, 0)
+// readShared reads the state file name under a shared lock, so that it
+// never sees a write half done, waiting at most wait for the lock. It
+// opens without blocking (a FIFO planted in the directory cannot hang it)
+// and refuses anything but a regular file before it reads.
+func (s *Store) readShared(name string, wait time.Duration) ([]byte, error) {
+	fd, err := s.openAt(name, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer syscall.Close(fd)
+	path := filepath.Join(s.dir, name)
+	if _, err := fstatRegular(fd, path); err != nil {
+		return nil, err
+	}
 	if err := lockWithinMode(context.Background(), fd, syscall.LOCK_SH, wait); err != nil {
 		return nil, err
 	}
 	defer unlock(fd)
-	if _, err := fstatRegular(fd, path); err != nil {
-		return nil, err
-	}
 	buf := make([]byte, maxReadSize+1)
 	n, err := pread(fd, buf)
 	if err != nil {

@@ -2,8 +2,7 @@ package fixedfilestore
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,31 +76,38 @@ func (e Entry) Describe() string {
 // shared lock so that no half-written state is seen. It changes nothing.
 // Entries that are not state files are left out.
 func (s *Store) Inspect() ([]Entry, error) {
-	names, err := os.ReadDir(s.dir)
+	names, err := s.names()
 	if err != nil {
 		return nil, fmt.Errorf("fixedfilestore: inspect: %w", err)
 	}
+	slices.Sort(names)
 	var out []Entry
-	for _, d := range names {
-		if !stateName.MatchString(d.Name()) {
+	for _, name := range names {
+		if !stateName.MatchString(name) {
 			continue
 		}
-		e := Entry{Name: d.Name(), Algorithm: algorithmOf(d.Name())}
-		b, err := readShared(filepath.Join(s.dir, d.Name()), s.lockWait)
-		if err == nil {
-			switch e.Algorithm {
-			case ratelab.SlidingCounter:
-				e.Sliding, err = algorithm.DecodeSliding(b)
-			case ratelab.SlidingLog:
-				e.Log, err = algorithm.DecodeLog(b)
-			case ratelab.GCRA:
-				e.GCRA, err = algorithm.DecodeGCRA(b)
-			default:
-				e.Fixed, err = algorithm.DecodeFixed(b)
-			}
+		b, err := s.readShared(name, s.lockWait)
+		e := decodeEntry(name, b)
+		if err != nil {
+			e.Err = err
 		}
-		e.Err = err
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// decodeEntry decodes the state b of the file name by its algorithm.
+func decodeEntry(name string, b []byte) Entry {
+	e := Entry{Name: name, Algorithm: algorithmOf(name)}
+	switch e.Algorithm {
+	case ratelab.SlidingCounter:
+		e.Sliding, e.Err = algorithm.DecodeSliding(b)
+	case ratelab.SlidingLog:
+		e.Log, e.Err = algorithm.DecodeLog(b)
+	case ratelab.GCRA:
+		e.GCRA, e.Err = algorithm.DecodeGCRA(b)
+	default:
+		e.Fixed, e.Err = algorithm.DecodeFixed(b)
+	}
+	return e
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,10 +52,13 @@ type Options struct {
 
 // Store is a file-backed store for every algorithm of package algorithm. It
 // is safe for concurrent use by any number of goroutines and processes on
-// one machine: all of them are serialised per state file by flock(2). A
-// Store holds no open files between hits.
+// one machine: all of them are serialised per state file by flock(2).
+// Between hits a Store holds one open descriptor, of its state directory;
+// Close releases it.
 type Store struct {
 	dir      string
+	dirMu    sync.RWMutex // guards dirfd against its replacement
+	dirfd    int          // the state directory, opened without following links
 	policy   ratelab.FailPolicy
 	lockWait time.Duration
 	log      *slog.Logger
@@ -107,8 +111,16 @@ func New(base string, opts Options) (*Store, error) {
 	if err := checkDir(s.dir); err != nil {
 		return nil, err
 	}
+	var err error
+	if s.dirfd, err = openDir(s.dir); err != nil {
+		return nil, fmt.Errorf("fixedfilestore: %w", err)
+	}
 	return s, nil
 }
+
+// Close releases the store's descriptor of its state directory. Hits after
+// Close fail by the fail policy.
+func (s *Store) Close() error { return s.closeDir() }
 
 // checkDir reports an error unless path is a real directory.
 func checkDir(path string) error {

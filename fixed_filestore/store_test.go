@@ -389,7 +389,7 @@ func TestSweepAndInspectKnowEveryAlgorithm(t *testing.T) {
 		assert.True(t, e.Live(t0.Add(time.Second)), "%s: live just after its hit", e.Algorithm)
 		assert.False(t, e.Live(t0.Add(3*time.Minute)), "%s: nothing left to weigh three windows on", e.Algorithm)
 	}
-	report, err := s.SweepAt(time.Minute, t0.Add(3*time.Hour))
+	report, err := s.SweepAt(t0.Add(3 * time.Hour))
 	require.NoError(t, err)
 	for _, e := range report {
 		assert.Equal(t, fixedfilestore.Removed, e.Action, e.Name)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ratelab/ratelab"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/internal/storetest"
 )
@@ -34,57 +35,90 @@ func actions(report []fixedfilestore.SweepEntry) map[string]fixedfilestore.Sweep
 func TestSweepRules(t *testing.T) {
 	s, _ := newStore(t, fixedfilestore.Options{})
 	now := t0.Add(100 * time.Hour)
-	cutoff := now.Add(-2 * time.Hour)
-	key := func(k string) string {
-		_, err := s.TakeAt(context.Background(), rule, k, t0)
-		require.NoError(t, err)
-		return fixedfilestore.FileName(rule, k)
+	take := func(r ratelab.Rule, k string, at time.Time) string {
+		storetest.Take(t, s, r, k, at)
+		return fixedfilestore.FileName(r, k)
 	}
-	stale, fresh, edge, busy := key("stale"), key("fresh"), key("edge"), key("busy")
-	age(t, filepath.Join(s.Dir(), stale), cutoff.Add(-time.Second))
-	age(t, filepath.Join(s.Dir(), fresh), now.Add(-time.Hour))
-	age(t, filepath.Join(s.Dir(), edge), cutoff) // exactly 2 × window old: not older, kept
-	age(t, filepath.Join(s.Dir(), busy), cutoff.Add(-time.Hour))
+	day := ratelab.Rule{Name: "daily", Limit: 5, Window: 24 * time.Hour}
+	over := take(rule, "over", t0)                                         // ended 99 h ago
+	live := take(rule, "live", now.Add(-30*time.Minute))                   // ends in 30 min
+	justOver := take(rule, "just-over", now.Add(-time.Hour))               // ended now: a hit stamped up to MaxSkew late could still count in it
+	longLive := take(day, "day", now.Add(-20*time.Hour))                   // a window of a day, 20 h in, mtime aged by hand
+	logLive := take(storetest.Rules()[2], "log", now.Add(-30*time.Second)) // its instant is still in its minute
+	busy := take(rule, "busy", t0)
+	age(t, filepath.Join(s.Dir(), longLive), t0)
 	holdLock(t, filepath.Join(s.Dir(), busy))
+	empty := fixedfilestore.FileName(rule, "empty")
+	require.NoError(t, os.WriteFile(filepath.Join(s.Dir(), empty), nil, 0o600))
+	garbage := fixedfilestore.FileName(rule, "garbage")
+	require.NoError(t, os.WriteFile(filepath.Join(s.Dir(), garbage), []byte("{not json"), 0o600))
 
 	other := "notes.txt"
 	require.NoError(t, os.WriteFile(filepath.Join(s.Dir(), other), nil, 0o600))
-	age(t, filepath.Join(s.Dir(), other), t0)
 	victim := filepath.Join(t.TempDir(), "victim")
-	require.NoError(t, os.WriteFile(victim, nil, 0o600))
-	age(t, victim, t0)
+	require.NoError(t, os.WriteFile(victim, []byte(`{"count":1,"reset_at":1}`), 0o600))
 	link := fixedfilestore.FileName(rule, "link")
 	require.NoError(t, os.Symlink(victim, filepath.Join(s.Dir(), link)))
+	hard := fixedfilestore.FileName(rule, "hard")
+	require.NoError(t, os.Link(victim, filepath.Join(s.Dir(), hard)))
 	dir := fixedfilestore.FileName(rule, "dir")
 	require.NoError(t, os.Mkdir(filepath.Join(s.Dir(), dir), 0o700))
-	age(t, filepath.Join(s.Dir(), dir), t0)
+	fifo := fixedfilestore.FileName(rule, "fifo")
+	require.NoError(t, syscall.Mkfifo(filepath.Join(s.Dir(), fifo), 0o600))
 
-	report, err := s.SweepAt(time.Hour, now)
+	report, err := s.SweepAt(now)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]fixedfilestore.SweepAction{
-		stale: fixedfilestore.Removed,
-		fresh: fixedfilestore.Kept,
-		edge:  fixedfilestore.Kept,
-		busy:  fixedfilestore.Busy,
-		other: fixedfilestore.Skipped,
-		link:  fixedfilestore.Skipped,
-		dir:   fixedfilestore.Skipped,
+		over:     fixedfilestore.Removed,
+		live:     fixedfilestore.Kept,
+		justOver: fixedfilestore.Kept,
+		longLive: fixedfilestore.Kept,
+		logLive:  fixedfilestore.Kept,
+		busy:     fixedfilestore.Busy,
+		empty:    fixedfilestore.Removed,
+		garbage:  fixedfilestore.Skipped,
+		other:    fixedfilestore.Skipped,
+		link:     fixedfilestore.Skipped,
+		hard:     fixedfilestore.Skipped,
+		dir:      fixedfilestore.Skipped,
+		fifo:     fixedfilestore.Skipped,
 	}, actions(report))
 
-	for name, exists := range map[string]bool{stale: false, fresh: true, edge: true, busy: true, other: true, link: true, dir: true} {
+	for name, exists := range map[string]bool{over: false, live: true, longLive: true, busy: true, empty: false, other: true, link: true, hard: true, dir: true, fifo: true} {
 		_, err := os.Lstat(filepath.Join(s.Dir(), name))
 		assert.Equal(t, exists, err == nil, "%s exists", name)
 	}
-	_, err = os.Stat(victim)
-	assert.NoError(t, err, "the symlink's target must survive")
+	got, err := os.ReadFile(victim)
+	require.NoError(t, err)
+	assert.Equal(t, `{"count":1,"reset_at":1}`, string(got), "the links' target must survive untouched")
+
+	// A minute later the just-ended window is over too.
+	report, err = s.SweepAt(now.Add(ratelab.MaxSkew))
+	require.NoError(t, err)
+	assert.Equal(t, fixedfilestore.Removed, actions(report)[justOver])
 }
 
-func TestSweepRejectsBadWindowAndMissingDirectory(t *testing.T) {
+// The finding: five hits of a 24 h rule, the file's mtime set three hours
+// back, and a sweep by the original's mtime rule removed it and let the
+// throttled key through. The sweep now reads the state.
+func TestSweepKeepsALongWindowWhateverItsMtime(t *testing.T) {
 	s, _ := newStore(t, fixedfilestore.Options{})
-	_, err := s.SweepAt(0, t0)
-	assert.ErrorContains(t, err, "must be positive")
+	day := ratelab.Rule{Name: "daily", Limit: 5, Window: 24 * time.Hour}
+	for range 5 {
+		storetest.Take(t, s, day, storetest.Key, t0)
+	}
+	age(t, s.Path(day, storetest.Key), t0.Add(-3*time.Hour))
+	_, err := s.SweepAt(t0.Add(3 * time.Hour))
+	require.NoError(t, err)
+	assert.False(t, storetest.Take(t, s, day, storetest.Key, t0.Add(3*time.Hour)).Allowed, "still throttled after the sweep")
+}
+
+func TestSweepRejectsBadInstantAndMissingDirectory(t *testing.T) {
+	s, _ := newStore(t, fixedfilestore.Options{})
+	_, err := s.SweepAt(time.Unix(-5, 0))
+	assert.ErrorContains(t, err, "outside 1970-01-01")
 	require.NoError(t, os.RemoveAll(s.Dir()))
-	_, err = s.SweepAt(time.Hour, t0)
+	_, err = s.SweepAt(t0)
 	assert.ErrorContains(t, err, "no such file or directory")
 }
 
@@ -129,7 +163,7 @@ func TestSweepCannotLoseAConcurrentHit(t *testing.T) {
 	}()
 
 	<-opened // the hitter holds a descriptor of the stale file, unlocked
-	report, err := sweeper.SweepAt(time.Hour, now)
+	report, err := sweeper.SweepAt(now)
 	require.NoError(t, err)
 	require.Equal(t, fixedfilestore.Removed, report[0].Action, "the sweep removes the stale file")
 	close(proceed)
@@ -154,7 +188,7 @@ func TestSweepSkipsAFileBeingHit(t *testing.T) {
 	defer f.Close()
 	require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX))
 
-	report, err := s.SweepAt(time.Hour, t0.Add(10*time.Hour))
+	report, err := s.SweepAt(t0.Add(10 * time.Hour))
 	require.NoError(t, err)
 	assert.Equal(t, fixedfilestore.Busy, report[0].Action)
 	_, err = os.Stat(path)

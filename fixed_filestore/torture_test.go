@@ -118,7 +118,7 @@ func tortureChild(role string) error {
 				return nil
 			default:
 			}
-			report, err := s.SweepAt(time.Hour, time.Now())
+			report, err := s.SweepAt(t0) // the hitters' clock: their windows are live, the planted ones over
 			if err != nil {
 				return err
 			}

@@ -79,6 +79,9 @@ type App struct {
 	Algorithm ratelab.Algorithm
 	// Burst is GCRA's burst; 0 means 1.
 	Burst int
+	// FrontToken, set by the host for its workers, is the secret with
+	// which their front vouches for the client address it passes on.
+	FrontToken string
 }
 
 // RuleName and KeyPrefix make the original's key: rule "demo-start"
@@ -124,6 +127,7 @@ func (a App) env(role string) []string {
 		"RATELAB_NOW=" + formatNow(a.Now),
 		"RATELAB_ALGORITHM=" + string(a.Algorithm),
 		"RATELAB_BURST=" + strconv.Itoa(a.Burst),
+		"RATELAB_FRONT_TOKEN=" + a.FrontToken,
 		// A binary built with -race sleeps a second on exit by default;
 		// a CGI child exits after every request. Keep any other setting.
 		"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"),
@@ -131,7 +135,8 @@ func (a App) env(role string) []string {
 }
 
 func appFromEnv() (App, error) {
-	a := App{Store: os.Getenv("RATELAB_STORE"), Dir: os.Getenv("RATELAB_DIR"), RedisURL: os.Getenv("RATELAB_REDIS")}
+	a := App{Store: os.Getenv("RATELAB_STORE"), Dir: os.Getenv("RATELAB_DIR"), RedisURL: os.Getenv("RATELAB_REDIS"),
+		FrontToken: os.Getenv("RATELAB_FRONT_TOKEN")}
 	var err error
 	if a.Limit, err = strconv.Atoi(os.Getenv("RATELAB_LIMIT")); err != nil {
 		return a, fmt.Errorf("RATELAB_LIMIT: %w", err)
@@ -188,7 +193,7 @@ func (a App) Handler(logger *slog.Logger) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	mw := &ratelab.Middleware{Limiter: l, Key: ratelab.RemoteAddrKey(KeyPrefix), Logger: logger}
+	mw := &ratelab.Middleware{Limiter: l, Key: frontKey(a.FrontToken), Logger: logger}
 	if !a.Now.IsZero() {
 		mw.Now = func() time.Time { return a.Now }
 	}
@@ -244,7 +249,7 @@ func serveChild(stdin io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: withPID(counted), ReadHeaderTimeout: 10 * time.Second}
+	srv := DefaultTimeouts().server(withPID(counted), newConnCap())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "%saddr=%s pid=%d\n", readyPrefix, ln.Addr(), os.Getpid())

@@ -130,7 +130,7 @@ func TestBadConfig(t *testing.T) {
 		{"zero limit", harness.Config{Model: harness.Single, App: harness.App{Store: "memory", Window: time.Hour}}, "limit 0 must be from 1"},
 		{"bad window", harness.Config{Model: harness.Single, App: harness.App{Store: "memory", Limit: 1}}, "whole number of seconds"},
 		{"file without dir", harness.Config{Model: harness.Single, App: harness.App{Store: "file", Limit: 1, Window: time.Hour}}, "needs a directory"},
-		{"no workers", harness.Config{Model: harness.Pool, App: harness.App{Store: "memory", Limit: 1, Window: time.Hour}}, "workers 0 must be positive"},
+		{"no workers", harness.Config{Model: harness.Pool, App: harness.App{Store: "memory", Limit: 1, Window: time.Hour}}, "workers 0 must be from 1 to 64"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

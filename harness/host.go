@@ -55,6 +55,10 @@ func ParseModel(s string) (Model, error) {
 	return "", fmt.Errorf("harness: unknown model %q: use single, pool, cgi or two-hosts", s)
 }
 
+// MaxWorkers bounds a pool (per host for two-hosts): each worker is a
+// process with its own descriptors and memory.
+const MaxWorkers = 64
+
 // Config says what to host.
 type Config struct {
 	Model   Model
@@ -67,6 +71,9 @@ type Config struct {
 	Exe string
 	// Stderr receives the children's standard error; nil means os.Stderr.
 	Stderr io.Writer
+	// Timeouts bound the front's clients; the zero value means
+	// DefaultTimeouts.
+	Timeouts Timeouts
 }
 
 // Host is a running execution model: a front on a loopback address and
@@ -90,8 +97,8 @@ func Start(cfg Config) (*Host, error) {
 	if err := cfg.App.Validate(); err != nil {
 		return nil, err
 	}
-	if (cfg.Model == Pool || cfg.Model == TwoHosts) && cfg.Workers <= 0 {
-		return nil, fmt.Errorf("harness: workers %d must be positive", cfg.Workers)
+	if (cfg.Model == Pool || cfg.Model == TwoHosts) && (cfg.Workers <= 0 || cfg.Workers > MaxWorkers) {
+		return nil, fmt.Errorf("harness: workers %d must be from 1 to %d", cfg.Workers, MaxWorkers)
 	}
 	if cfg.Exe == "" {
 		exe, err := os.Executable()
@@ -106,6 +113,16 @@ func Start(cfg Config) (*Host, error) {
 	addr := cfg.Addr
 	if addr == "" {
 		addr = "127.0.0.1:0"
+	}
+	if cfg.Timeouts == (Timeouts{}) {
+		cfg.Timeouts = DefaultTimeouts()
+	}
+	if cfg.Model != CGI {
+		token, err := newFrontToken()
+		if err != nil {
+			return nil, err
+		}
+		cfg.App.FrontToken = token
 	}
 	h := &Host{cfg: cfg}
 
@@ -146,7 +163,7 @@ func Start(cfg Config) (*Host, error) {
 		return nil, fmt.Errorf("harness: listen: %w", err)
 	}
 	h.URL = "http://" + ln.Addr().String() + "/demo"
-	h.srv = &http.Server{Handler: front, ReadHeaderTimeout: 10 * time.Second}
+	h.srv = cfg.Timeouts.server(front, newConnCap())
 	go h.srv.Serve(ln)
 	return h, nil
 }
@@ -161,6 +178,14 @@ func (h *Host) roundRobin() http.Handler {
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			w := h.workers[(next.Add(1)-1)%uint64(len(h.workers))]
 			pr.SetURL(w.url)
+			// The client's address, vouched for by the token: whatever
+			// the client sent under these names is replaced.
+			host, _, err := net.SplitHostPort(pr.In.RemoteAddr)
+			if err != nil {
+				host = pr.In.RemoteAddr
+			}
+			pr.Out.Header.Set(headerRemoteAddr, host)
+			pr.Out.Header.Set(headerFrontToken, h.cfg.App.FrontToken)
 			h.served.Add(1)
 		},
 		ErrorLog: log.New(h.cfg.Stderr, "front: ", 0),

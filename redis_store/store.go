@@ -170,3 +170,23 @@ func (s *Store) take(ctx context.Context, rkey string, r ratelab.Rule, now time.
 		ResetAfter: algorithm.Millis(vals[4]),
 	}, nil
 }
+
+// ErrRefused is wrapped by CheckServer's error when Redis answered but
+// refused the client: a wrong password or user, a database index out of
+// range. That is a configuration error to fix before serving, not an
+// outage for the fail policy.
+var ErrRefused = errors.New("redisstore: redis refused the connection's settings")
+
+// CheckServer asks Redis for a PING with the client's settings (password,
+// user, database). It returns nil when Redis answers, an error wrapping
+// ErrRefused when Redis answers with an error, and another error when
+// Redis cannot be reached — an outage, which the fail policy handles once
+// hits come.
+func CheckServer(ctx context.Context, rdb redis.Cmdable) error {
+	err := rdb.Ping(ctx).Err()
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		return fmt.Errorf("%w: %w", ErrRefused, err)
+	}
+	return err
+}

@@ -5,7 +5,7 @@
 //	ratelab serve   -model cgi|pool|single|two-hosts -store memory|file|redis [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed] [-redis URL]
 //	ratelab hit     -dir DIR -key KEY [-rule demo-start] [-limit 30] [-window 1h] [-at RFC3339] [-fail open|closed] [-algorithm fixed|sliding|log|gcra] [-burst N]
 //	ratelab inspect -dir DIR [-at RFC3339]
-//	ratelab sweep   -dir DIR -window 1h [-at RFC3339]
+//	ratelab sweep   -dir DIR [-at RFC3339]
 //	ratelab race    [-procs 8] [-hits 500] [-stable]
 //	ratelab boundary [-limit 30] [-window 1h] [-burst 5] [-seed 1] [-processes] [-svg FILE]
 //	ratelab bench   [-o FILE] [-quick]
@@ -29,6 +29,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -82,7 +83,7 @@ const usage = `usage:
   ratelab serve   -model cgi|pool|single|two-hosts -store memory|file|redis [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed] [-redis URL]
   ratelab hit     -dir DIR -key KEY [-rule demo-start] [-limit 30] [-window 1h] [-at RFC3339] [-fail open|closed] [-algorithm fixed|sliding|log|gcra] [-burst N]
   ratelab inspect -dir DIR [-at RFC3339]
-  ratelab sweep   -dir DIR -window 1h [-at RFC3339]
+  ratelab sweep   -dir DIR [-at RFC3339]
   ratelab race    [-procs 8] [-hits 500] [-stable]
   ratelab boundary [-limit 30] [-window 1h] [-burst 5] [-seed 1] [-processes] [-svg FILE]
   ratelab bench   [-o FILE] [-quick]
@@ -200,7 +201,7 @@ func (f *flags) now() (time.Time, error) {
 // parseForStore defines -window, -dir and -at, parses args, then reads -at
 // and opens the file store at -dir: the commands that only look at state.
 func (f *flags) parseForStore(args []string) (time.Time, *fixedfilestore.Store, error) {
-	f.common(false, true, false, true, true)
+	f.common(false, false, false, true, true)
 	if err := f.parse(args); err != nil {
 		return time.Time{}, nil, err
 	}
@@ -309,6 +310,9 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := app.Validate(); err != nil {
 		return 0, usagef("%v", strings.TrimPrefix(err.Error(), "harness: "))
 	}
+	if err := checkServe(app, f.workers, stderr); err != nil {
+		return 0, err
+	}
 	h, err := harness.Start(harness.Config{Model: m, App: app, Workers: f.workers, Addr: *addr})
 	if err != nil {
 		return 0, err
@@ -327,6 +331,39 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	return exitOK, nil
+}
+
+// checkServe finds configuration errors before serve prints its URL: a
+// state directory that cannot be used, a Redis that refuses the URL's
+// password or database, more workers than harness.MaxWorkers. A Redis that
+// cannot be reached is an outage, not a configuration error: it is
+// reported, and the hits follow the fail policy until it is back.
+func checkServe(app harness.App, workers int, stderr io.Writer) error {
+	if workers > harness.MaxWorkers {
+		return usagef("-workers %d: at most %d", workers, harness.MaxWorkers)
+	}
+	switch app.Store {
+	case "file":
+		s, err := fixedfilestore.New(app.Dir, fixedfilestore.Options{})
+		if err != nil {
+			return usagef("%v", err)
+		}
+		return s.Close()
+	case "redis":
+		c, err := redisstore.NewClient(app.RedisURL, time.Second)
+		if err != nil {
+			return usagef("-redis: %v", err)
+		}
+		defer c.Close()
+		err = redisstore.CheckServer(context.Background(), c)
+		switch {
+		case errors.Is(err, redisstore.ErrRefused):
+			return usagef("-redis %s: %v", app.RedisURL, err)
+		case err != nil:
+			fmt.Fprintf(stderr, "ratelab serve: warning: redis at %s is unreachable (%v); until it is back every hit fails %s\n", app.RedisURL, err, app.FailPolicy)
+		}
+	}
+	return nil
 }
 
 // hitResult is the JSON line ratelab hit prints; waits are whole seconds,
@@ -404,13 +441,14 @@ func cmdInspect(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	defer store.Close()
 	entries, err := store.Inspect()
 	if err != nil {
 		return 0, err
 	}
 	for _, e := range entries {
 		if e.Err != nil {
-			fmt.Fprintf(stdout, "%s  unreadable: %v\n", e.Name, e.Err)
+			fmt.Fprintf(stdout, "%s  unreadable: %v\n", printable(e.Name), e.Err)
 			continue
 		}
 		status := "expired"
@@ -429,26 +467,36 @@ func cmdSweep(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	report, err := store.SweepAt(f.window, now)
+	defer store.Close()
+	report, err := store.SweepAt(now)
 	if err != nil {
 		return 0, err
 	}
 	counts := map[fixedfilestore.SweepAction]int{}
 	for _, e := range report {
 		counts[e.Action]++
-		line := fmt.Sprintf("%-7s %s", e.Action, e.Name)
-		if !e.ModTime.IsZero() {
-			line += "  mtime " + e.ModTime.UTC().Format(time.RFC3339)
-		}
+		line := fmt.Sprintf("%-7s %s", e.Action, printable(e.Name))
 		if e.Reason != "" {
 			line += "  (" + e.Reason + ")"
 		}
 		fmt.Fprintln(stdout, line)
 	}
-	fmt.Fprintf(stdout, "removed %d, kept %d, busy %d, skipped %d (cutoff: mtime before %s)\n",
+	fmt.Fprintf(stdout, "removed %d, kept %d, busy %d, skipped %d (judged by each state at %s)\n",
 		counts[fixedfilestore.Removed], counts[fixedfilestore.Kept], counts[fixedfilestore.Busy], counts[fixedfilestore.Skipped],
-		now.Add(-2*f.window).UTC().Format(time.RFC3339))
+		now.UTC().Format(time.RFC3339))
 	return exitOK, nil
+}
+
+// printable returns a file name as it is when it is made of letters,
+// digits, '.', '_' and '-', and quoted otherwise: a name planted with a
+// newline or an escape sequence cannot fake a line of the report.
+func printable(name string) string {
+	for _, c := range []byte(name) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return strconv.Quote(name)
+		}
+	}
+	return name
 }
 
 func cmdRace(args []string, stdout, stderr io.Writer) (int, error) {

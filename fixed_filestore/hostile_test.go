@@ -1,0 +1,133 @@
+//go:build linux || darwin
+
+package fixedfilestore_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ratelab/ratelab"
+	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
+	"github.com/ratelab/ratelab/internal/storetest"
+)
+
+// A hard link from the state path to a file elsewhere is refused like a
+// symlink, under both policies, and the file is never written through.
+// (Found by trying: ln /outside/file DIR/rate-limits/<name>; ratelab hit
+// turned the outside file into {"count":1,…}.)
+func TestHardLinkAtStatePathIsRefused(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "victim")
+	require.NoError(t, os.WriteFile(target, []byte("precious"), 0o600))
+	checkPolicies(t, func(t *testing.T, s *fixedfilestore.Store) {
+		require.NoError(t, os.Link(target, s.Path(rule, storetest.Key)))
+	}, "hard links")
+	got, err := os.ReadFile(target)
+	require.NoError(t, err)
+	assert.Equal(t, "precious", string(got), "the hard link's target was written through")
+}
+
+// The state directory swapped for a symlink to a directory elsewhere while
+// hits run — removed and replaced, or renamed away and replaced — never
+// sends a write outside: hits go on in the directory the store opened, or
+// fail by the policy, and the outside directory stays empty.
+func TestStateDirectorySwappedForASymlinkUnderTraffic(t *testing.T) {
+	for _, how := range []string{"removed", "renamed"} {
+		t.Run(how, func(t *testing.T) {
+			base := t.TempDir()
+			outside := t.TempDir()
+			s, _ := newStoreAt(t, base, fixedfilestore.Options{})
+			state := filepath.Join(base, fixedfilestore.DirName)
+
+			var stop atomic.Bool
+			var hits atomic.Int64
+			var wg sync.WaitGroup
+			for g := range 4 {
+				wg.Go(func() {
+					for i := 0; !stop.Load(); i++ {
+						key := storetest.Key + string(rune('a'+g)) + string(rune('a'+i%26))
+						d, err := s.TakeAt(context.Background(), rule, key, t0)
+						if err != nil {
+							t.Errorf("fail-open store returned an error: %v", err)
+							return
+						}
+						if d.NotCounted == nil {
+							hits.Add(1)
+						}
+					}
+				})
+			}
+			require.Eventually(t, func() bool { return hits.Load() > 50 }, 10*time.Second, time.Millisecond)
+			// Traffic recreates a removed directory at any moment, so the
+			// swap may need a few attempts, as it would an attacker.
+			moved := filepath.Join(t.TempDir(), "moved")
+			require.NoError(t, retry(func() error {
+				if how == "removed" {
+					if err := os.RemoveAll(state); err != nil {
+						return err
+					}
+				} else if err := os.Rename(state, moved); err != nil && !os.IsNotExist(err) {
+					return err
+				}
+				return os.Symlink(outside, state)
+			}))
+			before := hits.Load()
+			require.Eventually(t, func() bool { return hits.Load() > before+50 || how == "removed" }, 10*time.Second, time.Millisecond)
+			time.Sleep(20 * time.Millisecond) // let traffic meet the symlink: a state, not a clock edge
+			stop.Store(true)
+			wg.Wait()
+
+			entries, err := os.ReadDir(outside)
+			require.NoError(t, err)
+			assert.Empty(t, entries, "a state file was written through the symlinked state directory")
+		})
+	}
+}
+
+// inspect and sweep never block on a FIFO planted under a state file's
+// name (inspect used to open it for reading and hang forever).
+func TestFIFOInTheStateDirectoryNeverBlocks(t *testing.T) {
+	s, _ := newStore(t, fixedfilestore.Options{})
+	storetest.Take(t, s, rule, storetest.Key, t0)
+	fifo := filepath.Join(s.Dir(), fixedfilestore.FileName(rule, "fifo"))
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	done := make(chan []fixedfilestore.Entry, 1)
+	go func() {
+		entries, err := s.Inspect()
+		assert.NoError(t, err)
+		done <- entries
+	}()
+	select {
+	case entries := <-done:
+		require.Len(t, entries, 2)
+		var fifoErr error
+		for _, e := range entries {
+			if e.Name == filepath.Base(fifo) {
+				fifoErr = e.Err
+			}
+		}
+		assert.ErrorContains(t, fifoErr, "not a regular file")
+	case <-time.After(10 * time.Second):
+		t.Fatal("Inspect blocked on a FIFO")
+	}
+	report, err := s.SweepAt(t0)
+	require.NoError(t, err)
+	assert.Equal(t, fixedfilestore.Skipped, actions(report)[filepath.Base(fifo)])
+}
+
+// Close releases the directory; later hits follow the fail policy.
+func TestCloseReleasesTheDirectory(t *testing.T) {
+	s, _ := newStore(t, fixedfilestore.Options{FailPolicy: ratelab.FailClosed})
+	storetest.Take(t, s, rule, storetest.Key, t0)
+	require.NoError(t, s.Close())
+	_, err := s.TakeAt(context.Background(), rule, storetest.Key, t0)
+	assert.ErrorIs(t, err, ratelab.ErrUnavailable)
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/internal/syncbuf"
+)
+
+// startServe runs ratelab serve in a shell line (so that a test can set
+// ulimit first) and returns the URL it prints, or its exit code and
+// stderr if it exits first.
+func startServe(t *testing.T, shellPrefix string, args ...string) (url string, code int, stderr *syncbuf.Buffer) {
+	t.Helper()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command("sh", append([]string{"-c", shellPrefix + `exec "$0" "$@"`, exe, "serve"}, args...)...)
+	cmd.Env = append(os.Environ(), envRunCLI+"=1")
+	stderr = new(syncbuf.Buffer)
+	cmd.Stderr = stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGINT); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil { // it exited before printing a URL
+		cmd.Wait()
+		return "", cmd.ProcessState.ExitCode(), stderr
+	}
+	return strings.TrimSpace(line), 0, stderr
+}
+
+// The finding: with a 256-descriptor limit, 300 idle connections made the
+// server stop answering new requests. The front now closes the connection
+// idle longest when it holds its share of descriptors.
+func TestServeAnswersWithHundredsOfIdleConnectionsUnderALowLimit(t *testing.T) {
+	url, code, stderr := startServe(t, "ulimit -n 256 && ", "-model", "single", "-store", "memory", "-limit", "100000", "-addr", "127.0.0.1:0")
+	require.NotEmpty(t, url, "serve exited %d: %s", code, stderr.String())
+	addr := strings.TrimPrefix(strings.TrimSuffix(url, "/demo"), "http://")
+	var conns []net.Conn
+	t.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	for i := range 300 {
+		c, err := net.Dial("tcp", addr)
+		require.NoError(t, err, "connection %d", i)
+		conns = append(conns, c)
+		// Each makes a request and stays open between requests, which
+		// only the 30 s idle timeout would end.
+		fmt.Fprintf(c, "POST /demo HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
+			resp.Body.Close()
+		}
+	}
+	client := &http.Client{Timeout: 2 * time.Second}
+	resp, err := client.Post(url, "", nil)
+	require.NoError(t, err, "a new client must be answered; stderr: %s", stderr.String())
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// Configuration errors are found before the URL is printed: exit 2 and
+// one line. An unreachable Redis is an outage: a warning, and serve runs.
+func TestServeConfigErrorsExit2BeforeTheURL(t *testing.T) {
+	url, code, stderr := startServe(t, "", "-model", "cgi", "-store", "file", "-dir", "/nonexistent/ratelab")
+	assert.Empty(t, url)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr.String(), "does not exist")
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	free := ln.Addr().String()
+	ln.Close()
+	url, _, stderr = startServe(t, "", "-model", "cgi", "-store", "redis", "-redis", "redis://"+free+"/0", "-addr", "127.0.0.1:0")
+	assert.NotEmpty(t, url, "an unreachable Redis is an outage, not a configuration error")
+	assert.Contains(t, stderr.String(), "unreachable")
+
+	if !redistest.Available() {
+		t.Skip("redis-server not found: the refused-password case needs it; install it with " + redistest.InstallHint)
+	}
+	srv := redistest.ForTest(t)
+	c := srv.Client()
+	defer c.Close()
+	require.NoError(t, c.ConfigSet(context.Background(), "requirepass", "sesame").Err())
+	for _, u := range []string{"redis://:wrong@" + srv.Addr + "/0", "redis://:sesame@" + srv.Addr + "/99"} {
+		url, code, stderr = startServe(t, "", "-model", "cgi", "-store", "redis", "-redis", u, "-addr", "127.0.0.1:0")
+		assert.Empty(t, url, u)
+		assert.Equal(t, 2, code, "%s: %s", u, stderr.String())
+		assert.Contains(t, stderr.String(), "refused", u)
+	}
+}
