@@ -11,7 +11,6 @@ import (
 	"github.com/ratelab/ratelab"
 )
 
-
 func supported() error {
 	return errors.New("fixedfilestore: needs flock(2) semantics (advisory whole-file locks owned by the open file, " +
 		"released when the holder dies), available on Linux and macOS, not on " + runtime.GOOS)

@@ -15,7 +15,6 @@ import (
 	"github.com/ratelab/ratelab/algorithm"
 )
 
-
 func supported() error { return nil }
 
 // update performs one locked read-modify-write of the state at path and

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/cgi"
 	"os"
 	"strconv"
 	"strings"
@@ -278,21 +277,15 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
-// cgiChild serves exactly one request as a CGI program: net/http/cgi reads
-// it from the CGI environment and stdin and writes the response to stdout.
-// REMOTE_ADDR becomes the request's RemoteAddr, so the key is the client's
-// address, as on shared hosting. Nothing else may be printed on stdout.
+// cgiChild serves one request as a CGI program, configured by the
+// harness's environment protocol.
 func cgiChild() error {
 	if os.Getenv("GATEWAY_INTERFACE") == "" {
-		return errors.New("the cgi role runs only under a CGI host (GATEWAY_INTERFACE is unset)")
+		return ErrNotCGI
 	}
 	app, err := appFromEnv()
 	if err != nil {
 		return err
 	}
-	h, err := app.Handler(slog.New(slog.NewTextHandler(os.Stderr, nil)))
-	if err != nil {
-		return err
-	}
-	return cgi.Serve(withPID(h))
+	return ServeCGI(app, os.Stderr)
 }

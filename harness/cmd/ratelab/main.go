@@ -3,6 +3,7 @@
 //
 //	ratelab demo    -store memory|file [-requests 40] [-limit 30] [-window 1h] [-workers 4] [-concurrency 8] [-at RFC3339] [-stable]
 //	ratelab serve   -model cgi|pool|single|two-hosts -store memory|file|redis [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed] [-redis URL]
+//	ratelab cgi     -store memory|file|redis [-dir DIR] [-redis URL] [-limit 30] [-window 1h] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed]
 //	ratelab hit     -dir DIR -key KEY [-rule demo-start] [-limit 30] [-window 1h] [-at RFC3339] [-fail open|closed] [-algorithm fixed|sliding|log|gcra] [-burst N]
 //	ratelab inspect -dir DIR [-at RFC3339]
 //	ratelab sweep   -dir DIR [-at RFC3339]
@@ -69,6 +70,7 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 var commands = map[string]func(args []string, stdout, stderr io.Writer) (int, error){
 	"demo":     cmdDemo,
 	"serve":    cmdServe,
+	"cgi":      cmdCGI,
 	"hit":      cmdHit,
 	"inspect":  cmdInspect,
 	"sweep":    cmdSweep,
@@ -81,6 +83,7 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) (int, er
 const usage = `usage:
   ratelab demo    -store memory|file [-requests 40] [-limit 30] [-window 1h] [-workers 4] [-concurrency 8] [-at RFC3339] [-stable]
   ratelab serve   -model cgi|pool|single|two-hosts -store memory|file|redis [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed] [-redis URL]
+  ratelab cgi     -store memory|file|redis [-dir DIR] [-redis URL] [-limit 30] [-window 1h] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed]
   ratelab hit     -dir DIR -key KEY [-rule demo-start] [-limit 30] [-window 1h] [-at RFC3339] [-fail open|closed] [-algorithm fixed|sliding|log|gcra] [-burst N]
   ratelab inspect -dir DIR [-at RFC3339]
   ratelab sweep   -dir DIR [-at RFC3339]
@@ -329,6 +332,48 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	<-ctx.Done()
 	if err := h.Close(); err != nil {
 		return 0, err
+	}
+	return exitOK, nil
+}
+
+// cmdCGI is the demo endpoint as a CGI program for a real web server: a
+// two-line wrapper in its cgi-bin runs it once per request. Outside a CGI
+// server it says so and exits 2; under one, a configuration error is
+// answered 500 with the reason in one line, also written to stderr (the
+// server's error log).
+func cmdCGI(args []string, stdout, stderr io.Writer) (int, error) {
+	if os.Getenv("GATEWAY_INTERFACE") == "" {
+		return 0, usagef("%v", harness.ErrNotCGI)
+	}
+	f := newFlags("cgi", io.Discard)
+	store := f.String("store", "", "memory, file or redis (required)")
+	algo := f.String("algorithm", "fixed", "fixed, sliding, log or gcra")
+	burst := f.Int("burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)")
+	fail := f.String("fail", "open", "file and redis stores: what to do when the state cannot be reached: open or closed")
+	redisURL := f.String("redis", "", "redis store: the server, e.g. redis://127.0.0.1:6379/0")
+	f.common(true, true, false, true, false)
+	app, err := func() (harness.App, error) {
+		if err := f.parse(args); err != nil {
+			return harness.App{}, err
+		}
+		alg, err := ratelab.ParseAlgorithm(*algo)
+		if err != nil {
+			return harness.App{}, err
+		}
+		policy, err := ratelab.ParseFailPolicy(*fail)
+		if err != nil {
+			return harness.App{}, err
+		}
+		a := harness.App{Store: *store, Dir: f.dir, RedisURL: *redisURL, Limit: f.limit, Window: f.window,
+			Algorithm: alg, Burst: *burst, FailPolicy: policy}
+		return a, a.Validate()
+	}()
+	if err != nil {
+		harness.CGIError(err, stderr)
+		return exitUsage, nil
+	}
+	if err := harness.ServeCGI(app, stderr); err != nil {
+		return exitFailure, nil // answered 500 and logged already
 	}
 	return exitOK, nil
 }

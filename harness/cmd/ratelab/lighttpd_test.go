@@ -1,0 +1,98 @@
+package main
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ratelab/ratelab/internal/lighttpdtest"
+)
+
+// wrapper is the two-line cgi-bin wrapper the documentation shows, with
+// this test binary standing in for ratelab (and the race detector told
+// not to sleep at exit).
+func wrapper(t *testing.T, args string) string {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	return "#!/bin/sh\nGORACE=atexit_sleep_ms=0 " + envRunCLI + "=1 exec " + exe + " cgi " + args + "\n"
+}
+
+func clientFrom(src string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
+}
+
+// The lesson under a web server nobody in this repository wrote: lighttpd's
+// mod_cgi runs ratelab cgi once per request, as shared hosting does. The
+// in-memory store never answers 429; the file store answers 429 from #31
+// with Retry-After and the RateLimit fields, each client address with a
+// bucket of its own; a configuration error is a 500 with its reason.
+func TestUnderLighttpd(t *testing.T) {
+	state := t.TempDir()
+	srv := lighttpdtest.ForTest(t, map[string]string{
+		"memory": wrapper(t, "-store memory -limit 30 -window 1h"),
+		"file":   wrapper(t, "-store file -dir "+state+" -limit 30 -window 1h"),
+		"broken": wrapper(t, "-store file -dir "+state+"/missing -limit 30 -window 1h"),
+	})
+	get := func(c *http.Client, script string) *http.Response {
+		resp, err := c.Post(srv.URL+"/cgi-bin/"+script, "", nil)
+		require.NoError(t, err)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	one := clientFrom("127.0.0.2")
+
+	t.Run("memory never answers 429", func(t *testing.T) {
+		pids := map[string]bool{}
+		for i := range 40 {
+			resp := get(one, "memory")
+			require.Equal(t, http.StatusOK, resp.StatusCode, "request %d; error log: %s", i+1, srv.ErrorLog())
+			pids[resp.Header.Get("X-Ratelab-Pid")] = true
+		}
+		assert.Len(t, pids, 40, "every request a new process")
+	})
+	t.Run("file answers 429 from #31", func(t *testing.T) {
+		var first429 int
+		var last *http.Response
+		for i := 1; i <= 40; i++ {
+			last = get(one, "file")
+			if last.StatusCode == http.StatusTooManyRequests && first429 == 0 {
+				first429 = i
+			}
+		}
+		assert.Equal(t, 31, first429, "error log: %s", srv.ErrorLog())
+		assert.Equal(t, http.StatusTooManyRequests, last.StatusCode)
+		assert.Contains(t, []string{"3599", "3600"}, last.Header.Get("Retry-After"))
+		assert.Equal(t, `"demo-start";q=30;w=3600`, last.Header.Get("RateLimit-Policy"))
+		assert.Regexp(t, `^"demo-start";r=0;t=(3599|3600)$`, last.Header.Get("RateLimit"))
+		assert.Equal(t, http.StatusOK, get(clientFrom("127.0.0.3"), "file").StatusCode, "another address, another bucket")
+	})
+	t.Run("a configuration error is a 500 with its reason", func(t *testing.T) {
+		resp, err := one.Post(srv.URL+"/cgi-bin/broken", "", nil)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusInternalServerError, resp.StatusCode)
+		assert.Contains(t, string(body), "ratelab cgi: ")
+		assert.Contains(t, string(body), "does not exist")
+		assert.Equal(t, 1, strings.Count(strings.TrimSpace(string(body)), "\n")+1, "one line: %q", body)
+		assert.Contains(t, srv.ErrorLog(), "does not exist", "the reason reaches the server's error log")
+	})
+}
+
+func TestCGIOutsideACGIServerExits2(t *testing.T) {
+	t.Setenv("GATEWAY_INTERFACE", "")
+	os.Unsetenv("GATEWAY_INTERFACE")
+	code, out, errOut := cli("cgi", "-store", "memory")
+	assert.Equal(t, 2, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "not under a CGI server")
+}
