@@ -4,7 +4,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all test fmt-check vet staticcheck cross test-race demo demo-broken demo-fixed demo-race \
+.PHONY: all test fmt-check tidy-check vet staticcheck cross test-race demo demo-broken demo-fixed demo-race \
 	demo-boundary demo-redis figures serve-broken serve-fixed bench bench-peers docs fuzz bin/ratelab
 
 # The demos' workload: enough requests that a pool of 4 shows its 4 × 30.
@@ -13,11 +13,17 @@ SERVE_FLAGS ?= -model cgi -addr 127.0.0.1:8080
 
 all: test
 
-## test: everything CI checks — formatting, vet, staticcheck, cross-builds, tests under -race
-test: fmt-check vet staticcheck cross test-race
+## test: everything CI checks — formatting, tidy modules, vet, staticcheck, cross-builds, tests under -race
+test: fmt-check tidy-check vet staticcheck cross test-race
 
 fmt-check:
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+# go.mod and go.sum say exactly what the code imports (bench/peers is a
+# module of its own, with the peers it compares against).
+tidy-check:
+	$(GO) mod tidy -diff
+	cd bench/peers && $(GO) mod tidy -diff
 
 vet:
 	$(GO) vet $(PKGS)

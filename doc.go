@@ -26,11 +26,18 @@
 // state it lands in counts in that state, never resetting it.
 //
 // [Limiter] consumes a Store with one rule or several (a compound limiter:
-// every rule counts every hit, the strictest decision wins). [Middleware]
-// puts a Limiter in front of an http.Handler, passes the request's context
-// down, and answers 429 Too Many Requests with Retry-After and the IETF
-// draft RateLimit-Policy and RateLimit fields, and 503 Service Unavailable
-// when a fail-closed store cannot decide.
+// every rule counts every hit, the strictest decision wins). Package
+// httplimit puts a Limiter in front of an http.Handler, passes the
+// request's context down, and answers 429 Too Many Requests with
+// Retry-After and the IETF draft RateLimit-Policy and RateLimit fields,
+// and 503 Service Unavailable when a fail-closed store cannot decide; it
+// is a package of its own so that this one, and every store, links no
+// net/http.
+//
+// The layout: this package is what a library user needs; package
+// algorithm is what a store author needs; the stores (broken_inmemory,
+// fixed_filestore, redis_store) import both; the lessons (harness,
+// race_tests, window_boundary) import the stores. Imports point down.
 //
 // Time is always a parameter. Every method that depends on the clock has an
 // …At twin taking a time.Time, in the style of golang.org/x/time/rate, so

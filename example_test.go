@@ -3,8 +3,6 @@ package ratelab_test
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"time"
 
 	"github.com/ratelab/ratelab"
@@ -51,23 +49,4 @@ func ExampleNewLimiter_compound() {
 	// +61s allowed=true  by per-hour
 	// +62s allowed=false by per-hour
 	// +63s allowed=false by per-hour
-}
-
-// The middleware answers 429 with Retry-After and the IETF fields.
-func ExampleMiddleware() {
-	limiter, _ := ratelab.NewLimiter(new(brokeninmemory.Store), ratelab.Rule{Name: "demo-start", Limit: 1, Window: time.Hour})
-	now := func() time.Time { return time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC) }
-	mw := &ratelab.Middleware{Limiter: limiter, Key: ratelab.RemoteAddrKey("ip:"), Now: now}
-	h := mw.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "demo started") }))
-
-	for range 2 {
-		req := httptest.NewRequest("POST", "/demo", nil)
-		req.RemoteAddr = "203.0.113.7:50000"
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		fmt.Println(rec.Code, rec.Header().Get("Retry-After"), rec.Header().Get("RateLimit"))
-	}
-	// Output:
-	// 200  "demo-start";r=0;t=3600
-	// 429 3600 "demo-start";r=0;t=3600
 }

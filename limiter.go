@@ -98,3 +98,11 @@ func stricter(a, b Decision) bool {
 }
 
 // !-allowat
+
+// CeilSeconds returns d in whole seconds, rounded up, and never below 0.
+func CeilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}

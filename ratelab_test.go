@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -214,110 +212,6 @@ func TestKeyDigest(t *testing.T) {
 	// sha256("demo-start:ip:203.0.113.7"), as PHP's hash('sha256', $key) gives it.
 	assert.Equal(t, "fa404fc5fdf396553b0d7703ad73ccb8c5ee2ca7e6ba94f5399c5d635e85a1e8", ratelab.KeyDigest("demo-start:ip:203.0.113.7"))
 	assert.Len(t, ratelab.KeyDigest("../../etc/passwd"), 64)
-}
-
-func newServer(t *testing.T, store ratelab.Store, now func() time.Time, rules ...ratelab.Rule) http.Handler {
-	t.Helper()
-	l, err := ratelab.NewLimiter(store, rules...)
-	require.NoError(t, err)
-	mw := &ratelab.Middleware{Limiter: l, Now: now, Logger: newDiscardLogger()}
-	return mw.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "demo started") }))
-}
-
-func get(h http.Handler, remoteAddr string, hdr ...string) *httptest.ResponseRecorder {
-	req := httptest.NewRequest("POST", "/demo", nil)
-	req.RemoteAddr = remoteAddr
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	return rec
-}
-
-func TestMiddlewareAnswers429WithHeaders(t *testing.T) {
-	rule := ratelab.Rule{Name: "demo-start", Limit: 2, Window: time.Hour}
-	h := newServer(t, new(brokeninmemory.Store), func() time.Time { return t0.Add(1500 * time.Millisecond) }, rule)
-	var codes []int
-	var last *httptest.ResponseRecorder
-	for range 3 {
-		last = get(h, "203.0.113.7:5555")
-		codes = append(codes, last.Code)
-	}
-	assert.Equal(t, []int{200, 200, 429}, codes)
-	assert.Equal(t, "3600", last.Header().Get("Retry-After"), "rounded up: 59m58.5s wait is 3600 s, never early")
-	assert.Equal(t, `"demo-start";q=2;w=3600`, last.Header().Get("RateLimit-Policy"))
-	assert.Equal(t, `"demo-start";r=0;t=3600`, last.Header().Get("RateLimit"))
-	assert.Contains(t, last.Body.String(), "retry after 3600 seconds")
-}
-
-// Compound rules: every policy in RateLimit-Policy, the binding one in
-// RateLimit.
-func TestMiddlewareEmitsEveryPolicy(t *testing.T) {
-	minute := ratelab.Rule{Name: "per-minute", Limit: 10, Window: time.Minute}
-	hour := ratelab.Rule{Name: "per-hour", Limit: 5, Window: time.Hour}
-	h := newServer(t, new(brokeninmemory.Store), func() time.Time { return t0 }, minute, hour)
-	rec := get(h, "203.0.113.7:1")
-	assert.Equal(t, `"per-minute";q=10;w=60, "per-hour";q=5;w=3600`, rec.Header().Get("RateLimit-Policy"))
-	assert.Equal(t, `"per-hour";r=4;t=3600`, rec.Header().Get("RateLimit"), "the hour binds: 4 left against the minute's 9")
-}
-
-func TestMiddlewareIgnoresForwardedFor(t *testing.T) {
-	h := newServer(t, new(brokeninmemory.Store), func() time.Time { return t0 }, ratelab.Rule{Name: "r", Limit: 1, Window: time.Hour})
-	assert.Equal(t, 200, get(h, "203.0.113.7:1", "X-Forwarded-For", "198.51.100.1").Code)
-	assert.Equal(t, 429, get(h, "203.0.113.7:1", "X-Forwarded-For", "198.51.100.2").Code, "a new X-Forwarded-For must not pick a new bucket")
-}
-
-func TestRemoteAddrKey(t *testing.T) {
-	tests := []struct{ remote, want string }{
-		{"203.0.113.7:5555", "ip:203.0.113.7"},
-		{"[2001:db8::1]:443", "ip:2001:db8::1"},
-		{"203.0.113.7", "ip:203.0.113.7"}, // no port, as some CGI hosts give it
-	}
-	key := ratelab.RemoteAddrKey("ip:")
-	for _, tt := range tests {
-		req := httptest.NewRequest("GET", "/", nil)
-		req.RemoteAddr = tt.remote
-		got, err := key(req)
-		require.NoError(t, err)
-		assert.Equal(t, tt.want, got, "remote %q", tt.remote)
-	}
-	req := httptest.NewRequest("GET", "/", nil)
-	req.RemoteAddr = ""
-	_, err := key(req)
-	assert.ErrorContains(t, err, "no remote address")
-}
-
-func TestMiddlewareUnkeyableRequestIs500(t *testing.T) {
-	h := newServer(t, new(brokeninmemory.Store), nil, original)
-	assert.Equal(t, http.StatusInternalServerError, get(h, "").Code)
-}
-
-func TestMiddlewareAnswers503WhenStoreCannotDecide(t *testing.T) {
-	store := stubStore{err: fmt.Errorf("fixedfilestore: %w: disk gone", ratelab.ErrUnavailable)}
-	called := false
-	l, err := ratelab.NewLimiter(store, original)
-	require.NoError(t, err)
-	h := (&ratelab.Middleware{Limiter: l, Logger: newDiscardLogger()}).Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { called = true }))
-	rec := get(h, "203.0.113.7:1")
-	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
-	assert.False(t, called, "next must not run when the limiter cannot decide")
-}
-
-func TestMiddlewareFailOpenLetsThroughAndPassesTheContext(t *testing.T) {
-	var seen context.Context
-	store := stubStore{d: ratelab.Decision{Allowed: true, Remaining: 29, ResetAfter: time.Hour, NotCounted: errors.New("disk gone")}, ctx: &seen}
-	h := newServer(t, store, func() time.Time { return t0 }, original)
-	req := httptest.NewRequest("POST", "/demo", nil)
-	req.RemoteAddr = "203.0.113.7:1"
-	type ctxKey struct{}
-	req = req.WithContext(context.WithValue(req.Context(), ctxKey{}, "this request"))
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	assert.Equal(t, http.StatusOK, rec.Code)
-	assert.Equal(t, `"demo-start";r=29;t=3600`, rec.Header().Get("RateLimit"))
-	require.NotNil(t, seen)
-	assert.Equal(t, "this request", seen.Value(ctxKey{}), "the store gets the request's context")
 }
 
 func newDiscardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

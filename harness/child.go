@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/httplimit"
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	redisstore "github.com/ratelab/ratelab/redis_store"
@@ -192,7 +193,7 @@ func (a App) Handler(logger *slog.Logger) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	mw := &ratelab.Middleware{Limiter: l, Key: frontKey(a.FrontToken), Logger: logger}
+	mw := &httplimit.Middleware{Limiter: l, Key: frontKey(a.FrontToken), Logger: logger}
 	if !a.Now.IsZero() {
 		mw.Now = func() time.Time { return a.Now }
 	}

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/httplimit"
 )
 
 // The front passes the client's address to its workers the way nginx
@@ -42,8 +42,8 @@ func newFrontToken() (string, error) {
 // frontKey keys a request on the client address its front passed on, if
 // the request carries the front's token, and on the connection's address
 // otherwise.
-func frontKey(token string) ratelab.KeyFunc {
-	direct := ratelab.RemoteAddrKey(KeyPrefix)
+func frontKey(token string) httplimit.KeyFunc {
+	direct := httplimit.RemoteAddrKey(KeyPrefix)
 	return func(r *http.Request) (string, error) {
 		got := r.Header.Get(headerFrontToken)
 		if token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,6 +26,7 @@ var ErrNoServer = errors.New("redistest: redis-server not found; install it with
 type Server struct {
 	Addr string
 	cmd  *exec.Cmd
+	dir  string // its working directory, removed by Stop
 }
 
 // Available reports whether redis-server is on PATH.
@@ -58,10 +58,12 @@ func Start() (*Server, error) {
 		}
 		s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd}
 		if err := s.waitReady(5 * time.Second); err == nil {
+			s.dir = dir
 			return s, nil
 		}
 		s.Stop() // the port was taken in between; try another
 	}
+	os.RemoveAll(dir)
 	return nil, errors.New("redistest: redis-server did not become ready")
 }
 
@@ -100,15 +102,28 @@ func (s *Server) Client() *redis.Client {
 // URL returns the server's redis:// URL.
 func (s *Server) URL() string { return "redis://" + s.Addr + "/0" }
 
-// Stop kills the server and waits for it.
+// Stop kills the server, waits for it and removes its directory.
 func (s *Server) Stop() {
 	s.cmd.Process.Kill()
 	s.cmd.Wait()
+	if s.dir != "" {
+		os.RemoveAll(s.dir)
+	}
+}
+
+// TB is the part of testing.TB that ForTest uses; the package does not
+// import testing, so that the ratelab command, which starts servers for
+// its demonstrations, does not link it.
+type TB interface {
+	Helper()
+	Skip(args ...any)
+	Fatal(args ...any)
+	Cleanup(func())
 }
 
 // ForTest starts a server for t and stops it when t ends; without
 // redis-server the test is skipped with one line saying how to install it.
-func ForTest(t testing.TB) *Server {
+func ForTest(t TB) *Server {
 	t.Helper()
 	s, err := Start()
 	if errors.Is(err, ErrNoServer) {

@@ -1,4 +1,9 @@
-package ratelab
+// Package httplimit puts a ratelab.Limiter in front of an http.Handler:
+// 429 Too Many Requests with Retry-After and the IETF RateLimit fields,
+// 503 Service Unavailable when a fail-closed store cannot decide. It lives
+// apart from package ratelab so that a program that only counts hits — a
+// CGI program started once per request — does not link net/http.
+package httplimit
 
 import (
 	"errors"
@@ -9,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ratelab/ratelab"
 )
 
 // KeyFunc names the bucket a request is counted in.
@@ -33,7 +40,7 @@ func RemoteAddrKey(prefix string) KeyFunc {
 			addr = host
 		}
 		if addr == "" {
-			return "", errors.New("ratelab: request has no remote address")
+			return "", errors.New("httplimit: request has no remote address")
 		}
 		return prefix + addr, nil
 	}
@@ -59,7 +66,7 @@ func RemoteAddrKey(prefix string) KeyFunc {
 // next is not called. The request's context reaches the store: a client
 // that goes away ends the store's wait.
 type Middleware struct {
-	Limiter *Limiter
+	Limiter *ratelab.Limiter
 	// Key names a request's bucket; nil means RemoteAddrKey("ip:").
 	Key KeyFunc
 	// Now is the clock; nil means time.Now.
@@ -84,7 +91,7 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 		logger = slog.Default()
 	}
 	var policies []string
-	for _, r := range m.Limiter.rules {
+	for _, r := range m.Limiter.Rules() {
 		policies = append(policies, fmt.Sprintf("%q;q=%d;w=%d", r.Name, r.Limit, int64(r.Window/time.Second)))
 	}
 	policyField := strings.Join(policies, ", ")
@@ -92,13 +99,13 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		k, err := key(r)
 		if err != nil {
-			logger.Error("ratelab: cannot key request", "err", err)
+			logger.Error("httplimit: cannot key request", "err", err)
 			http.Error(w, "rate limiter cannot identify the client", http.StatusInternalServerError)
 			return
 		}
 		d, err := m.Limiter.AllowAt(r.Context(), k, now())
 		if err != nil {
-			logger.Error("ratelab: rate limiter unavailable, refusing request", "err", err)
+			logger.Error("httplimit: rate limiter unavailable, refusing request", "err", err)
 			http.Error(w, "rate limiter unavailable, try again later", http.StatusServiceUnavailable)
 			return
 		}
@@ -108,7 +115,7 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 		if !d.Allowed {
 			wait = d.RetryAfter
 		}
-		t := strconv.FormatInt(CeilSeconds(wait), 10)
+		t := strconv.FormatInt(ratelab.CeilSeconds(wait), 10)
 		h.Set("RateLimit", fmt.Sprintf("%q;r=%d;t=%s", d.Rule.Name, d.Remaining, t))
 		if !d.Allowed {
 			h.Set("Retry-After", t)
@@ -117,12 +124,4 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// CeilSeconds returns d in whole seconds, rounded up, and never below 0.
-func CeilSeconds(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
-	}
-	return int64((d + time.Second - 1) / time.Second)
 }
