@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab"
-	"github.com/ratelab/ratelab/httplimit"
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
+	"github.com/ratelab/ratelab/httplimit"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 

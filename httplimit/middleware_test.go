@@ -142,4 +142,3 @@ func TestMiddlewareFailOpenLetsThroughAndPassesTheContext(t *testing.T) {
 	require.NotNil(t, seen)
 	assert.Equal(t, "this request", seen.Value(ctxKey{}), "the store gets the request's context")
 }
-
