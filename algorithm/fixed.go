@@ -45,18 +45,33 @@ func (s Fixed) Take(r ratelab.Rule, now time.Time) (Fixed, ratelab.Decision, err
 		s = Fixed{ResetAt: t + w}
 	}
 	s.Count = min(max(s.Count, 0), maxFixedCount-1) + 1
+	return s, decideFixed(r, s.Count, s.ResetAt, nowMs), nil
+}
+
+// decideFixed is the decision for a window holding count hits, this one
+// included, that ends at resetAt (Unix seconds).
+func decideFixed(r ratelab.Rule, count, resetAt, nowMs int64) ratelab.Decision {
 	d := ratelab.Decision{
-		Allowed:    s.Count <= r.Limit,
-		Remaining:  max(0, r.Limit-s.Count),
-		ResetAfter: since(s.ResetAt*1000, nowMs),
+		Allowed:    count <= r.Limit,
+		Remaining:  max(0, r.Limit-count),
+		ResetAfter: since(resetAt*1000, nowMs),
 	}
 	if !d.Allowed {
 		d.RetryAfter = d.ResetAfter
 	}
-	return s, d, nil
+	return d
 }
 
 // !-fixed
+
+// FixedDecision is the decision of rule r at now for a fixed window that
+// holds count hits, this one included, and ends at resetAt (Unix seconds):
+// for a store whose state step runs elsewhere, as the Redis script does.
+func FixedDecision(r ratelab.Rule, count, resetAt int64, now time.Time) ratelab.Decision {
+	d := decideFixed(r, count, resetAt, now.UnixMilli())
+	d.Rule = r.Normalized()
+	return d
+}
 
 // Append appends the state's encoding to dst, byte for byte as PHP's
 // json_encode(['count' => N, 'reset_at' => T]) writes it.

@@ -41,7 +41,8 @@ func BenchmarkTakeRatios(b *testing.B) {
 	fns := []func() error{
 		func() error { return trivial.Run(ctx, rdb, []string{key}).Err() },
 		func() error {
-			return fixedWindow.Run(ctx, rdb, []string{key}, now.UnixMilli(), 3600, r.Limit, 0, 60).Err()
+			t := now.Unix()
+			return fixedWindow.Run(ctx, rdb, []string{key}, t, t+3660, t+3600, 3661).Err()
 		},
 		func() error { _, err := s.TakeAt(ctx, r, "k", now); return err },
 	}

@@ -25,26 +25,28 @@ local function int(x) return string.format('%d', x) end
 
 // !+fixedscript
 
-// fixedWindow is algorithm.Fixed.Take. A hit inside a live window is one
-// HGET and one HINCRBY; only a new window writes reset_at and the expiry.
-var fixedWindow = redis.NewScript(prelude + `
-local reset = tn(call('HGET', KEYS[1], 'reset_at'))
-local count
-if reset and reset - t > w + skew then return {1, reset - t} end
-if reset == nil or reset <= t then
-  reset, count = t + w, 1
-  call('HSET', KEYS[1], 'count', 1, 'reset_at', int(reset))
-  call('EXPIRE', KEYS[1], int(reset - t + skew + 1))
-else
-  count = call('HINCRBY', KEYS[1], 'count', 1)
+// fixedWindow is the state step of algorithm.Fixed.Take, kept as small as
+// it can be, because one hot key goes no faster than Redis runs it: the
+// client passes the instants ready-made (ARGV: now, the latest reset_at
+// that is still this rule's, a new window's reset_at and its expiry, all
+// in seconds) and decides from the {count, reset_at} it gets back. A hit
+// inside a live window is one HGET and one HINCRBY; only a new window
+// writes reset_at and the expiry. {-1, reset_at}: another rule's window.
+var fixedWindow = redis.NewScript(`
+local call = redis.call
+local reset = tonumber(call('HGET', KEYS[1], 'reset_at'))
+if reset and reset > tonumber(ARGV[1]) then
+  if reset > tonumber(ARGV[2]) then return {-1, reset} end
+  local count = call('HINCRBY', KEYS[1], 'count', 1)
   if count < 1 or count > 1099511627776 then -- a hostile count: saturate as Take does
     count = math.min(math.max(count, 1), 1099511627776)
-    call('HSET', KEYS[1], 'count', int(count))
+    call('HSET', KEYS[1], 'count', string.format('%d', count))
   end
+  return {count, reset}
 end
-local after = math.max(0, reset * 1000 - nowms)
-if count <= limit then return {0, 1, limit - count, 0, after} end
-return {0, 0, 0, after, after}
+call('HSET', KEYS[1], 'count', 1, 'reset_at', ARGV[3])
+call('EXPIRE', KEYS[1], ARGV[4])
+return {1, tonumber(ARGV[3])}
 `)
 
 // !-fixedscript

@@ -148,16 +148,26 @@ func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time
 func (s *Store) take(ctx context.Context, rkey string, r ratelab.Rule, now time.Time) (ratelab.Decision, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	w := int64(r.Window / time.Second)
+	w, skew := int64(r.Window/time.Second), int64(ratelab.MaxSkew/time.Second)
+	if r.Algorithm == ratelab.FixedWindow {
+		t := now.Unix()
+		vals, err := fixedWindow.Run(ctx, s.rdb, []string{rkey}, t, t+w+skew, t+w, w+skew+1).Int64Slice()
+		switch {
+		case err != nil:
+			return ratelab.Decision{}, err
+		case len(vals) != 2:
+			return ratelab.Decision{}, fmt.Errorf("redisstore: script returned %v", vals)
+		case vals[0] == -1:
+			return ratelab.Decision{}, algorithm.FixedConflict(r, vals[1]-t)
+		}
+		return algorithm.FixedDecision(r, vals[0], vals[1], now), nil
+	}
 	vals, err := scripts[r.Algorithm].Run(ctx, s.rdb, []string{rkey},
-		now.UnixMilli(), w, r.Limit, r.Burst, int64(ratelab.MaxSkew/time.Second)).Int64Slice()
+		now.UnixMilli(), w, r.Limit, r.Burst, skew).Int64Slice()
 	switch {
 	case err != nil:
 		return ratelab.Decision{}, err
 	case len(vals) == 2 && vals[0] == 1:
-		if r.Algorithm == ratelab.FixedWindow {
-			return ratelab.Decision{}, algorithm.FixedConflict(r, vals[1])
-		}
 		return ratelab.Decision{}, algorithm.WindowConflict(r, vals[1])
 	case len(vals) != 5 || vals[0] != 0:
 		return ratelab.Decision{}, fmt.Errorf("redisstore: script returned %v", vals)
