@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -289,4 +290,29 @@ func TestVerdict(t *testing.T) {
 	out.Reset()
 	assert.Equal(t, 0, verdict(&out, true, "all good"))
 	assert.Equal(t, "PASS: all good\n", out.String())
+}
+
+// The usage is made from the command table: every command has its line
+// and its help, every command runs, and the package documentation names
+// every command in its list of families.
+func TestUsageComesFromTheCommandTable(t *testing.T) {
+	code, out, _ := cli("help")
+	require.Equal(t, 0, code)
+	src, err := os.ReadFile("main.go")
+	require.NoError(t, err)
+	doc := string(src[:strings.Index(string(src), "package main")])
+	for _, c := range commands() {
+		assert.Contains(t, out, "  ratelab "+fmt.Sprintf("%-8s", c.name)+" "+c.args, "usage line of %s", c.name)
+		assert.Regexp(t, `(?m)^  `+c.name+` +`+regexp.QuoteMeta(c.help)+`$`, out, "help line of %s", c.name)
+		assert.Regexp(t, `[ ,]`+c.name+`[ ,]`, doc, "the package doc names %s", c.name)
+		code, _, _ := cli(c.name, "-h")
+		if c.name != "cgi" { // cgi answers only under a CGI server
+			assert.Equal(t, 0, code, "%s -h", c.name)
+		}
+	}
+	code, _, errOut := cli("frobnicate")
+	assert.Equal(t, 2, code)
+	for _, c := range commands() {
+		assert.Contains(t, errOut, c.name, "the unknown-command line lists %s", c.name)
+	}
 }

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/internal/bench"
+	"github.com/ratelab/ratelab/internal/redistest"
+	racetests "github.com/ratelab/ratelab/race_tests"
+	redisstore "github.com/ratelab/ratelab/redis_store"
+	windowboundary "github.com/ratelab/ratelab/window_boundary"
+)
+
+func cmdRace(args []string, stdout, stderr io.Writer) (int, error) {
+	f := newFlags("race", stdout)
+	procs := f.Int("procs", 8, "stress: processes hitting one key at once (> 0)")
+	hits := f.Int("hits", 500, "stress: hits per process (> 0)")
+	stable := f.Bool("stable", false, "leave out throughput and timings, which differ from run to run")
+	if err := f.parse(args); err != nil {
+		return 0, err
+	}
+	if *procs <= 0 || *hits <= 0 {
+		return 0, usagef("-procs and -hits must be positive")
+	}
+	dir, err := os.MkdirTemp("", "ratelab-race-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	progress := stderr
+	if *stable {
+		progress = nil
+	}
+	rep, err := racetests.Demo(dir, *procs, *hits, progress)
+	if err != nil {
+		return 0, err
+	}
+	rep.Print(stdout, !*stable)
+	fmt.Fprintln(stdout)
+	return verdict(stdout, rep.Pass(), "every claim held; lock-free stress figures are shown, not claimed"), nil
+}
+
+func cmdBoundary(args []string, stdout, stderr io.Writer) (int, error) {
+	f := newFlags("boundary", stdout)
+	def := windowboundary.DefaultConfig()
+	burst := f.Int("burst", def.Burst, "GCRA: requests that may come early (> 0)")
+	seed := f.Uint64("seed", def.Seed, "seed of the random traffic")
+	procs := f.Bool("processes", true, "also run the edge pattern across processes through the file store")
+	svg := f.String("svg", "", "write the chart to this file and exit")
+	f.common(true, true, false, false, false)
+	if err := f.parse(args); err != nil {
+		return 0, err
+	}
+	if *burst <= 0 {
+		return 0, usagef("-burst %d must be positive", *burst)
+	}
+	c := windowboundary.Config{Limit: f.limit, Window: f.window, Burst: *burst, Seed: *seed, T0: def.T0}
+	if *svg != "" {
+		out, err := os.Create(*svg)
+		if err != nil {
+			return 0, err
+		}
+		if err := windowboundary.WriteSVG(out, c); err != nil {
+			out.Close()
+			return 0, err
+		}
+		return exitOK, out.Close()
+	}
+	if *procs {
+		dir, err := os.MkdirTemp("", "ratelab-boundary-")
+		if err != nil {
+			return 0, err
+		}
+		defer os.RemoveAll(dir)
+		c.Dir = dir
+	}
+	rep, err := windowboundary.Demo(c)
+	if err != nil {
+		return 0, err
+	}
+	rep.Print(stdout)
+	if !rep.Pass() {
+		return exitFailure, nil
+	}
+	return exitOK, nil
+}
+
+func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
+	f := newFlags("bench", stdout)
+	out := f.String("o", "", "write the Markdown report to this file (default: standard output)")
+	quick := f.Bool("quick", false, "a short run, for checking that it works")
+	if err := f.parse(args); err != nil {
+		return 0, err
+	}
+	dir, err := os.MkdirTemp("", "ratelab-bench-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	o := bench.Default(dir)
+	o.Progress = stderr
+	if *quick {
+		o.Rounds, o.PerRound, o.Procs, o.HitsEach, o.Repeats = 1, 50, []int{1, 2}, 20, 1
+	}
+	res, err := bench.Run(o)
+	if err != nil {
+		return 0, err
+	}
+	w := stdout
+	if *out != "" {
+		file, err := os.Create(*out)
+		if err != nil {
+			return 0, err
+		}
+		defer file.Close()
+		w = file
+	}
+	res.Markdown(w)
+	if *out != "" {
+		fmt.Fprintln(stderr, "wrote", *out)
+	}
+	return exitOK, nil
+}
+
+// cliLogger logs to stderr without timestamps: a command prints a line or
+// two, and its output should read the same every time.
+func cmdRedis(args []string, stdout, stderr io.Writer) (int, error) {
+	f := newFlags("redis", stdout)
+	url := f.String("redis", "", "a Redis server to use (default: start a private redis-server)")
+	requests := f.Int("requests", 130, "requests from one client address (> 0)")
+	conc := f.Int("concurrency", 8, "requests in flight in the burst; 1 sends only one by one")
+	stable := f.Bool("stable", false, "leave out wall times, so that runs with -at print the same bytes")
+	f.common(true, true, false, false, true)
+	f.IntVar(&f.workers, "workers", 2, "worker processes per pool or host (> 0)")
+	if err := f.parse(args); err != nil {
+		return 0, err
+	}
+	if *requests <= 0 || *conc <= 0 {
+		return 0, usagef("-requests and -concurrency must be positive")
+	}
+	app := harness.App{Limit: f.limit, Window: f.window}
+	if f.at != "" {
+		var err error
+		if app.Now, err = f.now(); err != nil {
+			return 0, err
+		}
+	}
+	if *url == "" {
+		srv, err := redistest.Start()
+		if err != nil {
+			return 0, err
+		}
+		defer srv.Stop()
+		*url = srv.URL()
+	}
+	client, err := redisstore.NewClient(*url, 2*time.Second)
+	if err != nil {
+		return 0, usagef("%v", err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+	reset := func() error { return client.FlushDB(ctx).Err() }
+	dir, err := os.MkdirTemp("", "ratelab-redis-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	progress := stderr
+	if *stable {
+		progress = nil
+	}
+	rep, err := harness.RedisDemo(ctx, app, f.workers, harness.Workload{Requests: *requests, Concurrency: *conc}, dir, *url, reset, progress)
+	if err != nil {
+		return 0, err
+	}
+	printHarnessReport(stdout, rep, *stable)
+	if err := reset(); err != nil {
+		return 0, err
+	}
+	pitfalls, err := redisstore.Pitfalls(ctx, client)
+	if err != nil {
+		return 0, err
+	}
+	fmt.Fprintln(stdout)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "Redis pitfall\texpected\tobserved\tverdict")
+	pass := rep.Pass()
+	for _, p := range pitfalls {
+		v := "ok"
+		if !p.Pass() {
+			v, pass = "FAIL", false
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Case, p.Expected, p.Observed, v)
+	}
+	tw.Flush()
+	fmt.Fprintln(stdout)
+	return verdict(stdout, pass, "every row shows what the demo claims"), nil
+}
+
+// printHarnessReport prints a harness report; stable leaves out wall times.

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ratelab/ratelab"
+	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
+	"github.com/ratelab/ratelab/harness"
+	redisstore "github.com/ratelab/ratelab/redis_store"
+)
+
+func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
+	f := newFlags("demo", stdout)
+	store := f.String("store", "", "memory or file (required)")
+	requests := f.Int("requests", 40, "requests from one client address (> 0)")
+	conc := f.Int("concurrency", 8, "requests in flight in the burst; 1 sends only one by one")
+	stable := f.Bool("stable", false, "leave out wall times, so that runs with -at print the same bytes")
+	f.common(true, true, true, false, true)
+	if err := f.parse(args); err != nil {
+		return 0, err
+	}
+	if *store != "memory" && *store != "file" {
+		return 0, usagef("-store %q: use memory or file", *store)
+	}
+	if *requests <= 0 || *conc <= 0 {
+		return 0, usagef("-requests and -concurrency must be positive")
+	}
+	dir, err := os.MkdirTemp("", "ratelab-demo-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+
+	app := harness.App{Limit: f.limit, Window: f.window}
+	if f.at != "" {
+		if app.Now, err = f.now(); err != nil {
+			return 0, err
+		}
+	}
+	progress := stderr
+	if *stable {
+		progress = nil
+	}
+	rep, err := harness.Demo(context.Background(), *store, app, f.workers,
+		harness.Workload{Requests: *requests, Concurrency: *conc}, dir, progress)
+	if err != nil {
+		return 0, err
+	}
+	printHarnessReport(stdout, rep, *stable)
+	fmt.Fprintln(stdout)
+	return verdict(stdout, rep.Pass(), "every row shows what the demo claims"), nil
+}
+
+func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
+	f := newFlags("serve", stdout)
+	model := f.String("model", "", "cgi, pool, single or two-hosts (required)")
+	store := f.String("store", "", "memory, file or redis (required)")
+	addr := f.String("addr", "127.0.0.1:8080", "address to listen on")
+	algo := f.String("algorithm", "fixed", "fixed, sliding, log or gcra")
+	burst := f.Int("burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)")
+	fail := f.String("fail", "open", "file and redis stores: what to do when the state cannot be reached: open or closed")
+	redisURL := f.String("redis", "", "redis store: the server, e.g. redis://127.0.0.1:6379/0")
+	f.common(true, true, true, true, true)
+	if err := f.parse(args); err != nil {
+		return 0, err
+	}
+	m, err := harness.ParseModel(*model)
+	if err != nil {
+		return 0, usagef("-model %q: use cgi, pool, single or two-hosts", *model)
+	}
+	alg, err := ratelab.ParseAlgorithm(*algo)
+	if err != nil {
+		return 0, usagef("-algorithm %q: use fixed, sliding, log or gcra", *algo)
+	}
+	policy, err := ratelab.ParseFailPolicy(*fail)
+	if err != nil {
+		return 0, usagef("-fail %q: use open or closed", *fail)
+	}
+	app := harness.App{Store: *store, Limit: f.limit, Window: f.window, Dir: f.dir, Algorithm: alg, Burst: *burst, FailPolicy: policy, RedisURL: *redisURL}
+	if f.at != "" {
+		if app.Now, err = f.now(); err != nil {
+			return 0, err
+		}
+	}
+	if *store == "file" && f.dir == "" {
+		d, err := os.MkdirTemp("", "ratelab-serve-")
+		if err != nil {
+			return 0, err
+		}
+		defer os.RemoveAll(d)
+		app.Dir = d
+	}
+	if err := app.Validate(); err != nil {
+		return 0, usagef("%v", strings.TrimPrefix(err.Error(), "harness: "))
+	}
+	if err := checkServe(app, f.workers, stderr); err != nil {
+		return 0, err
+	}
+	h, err := harness.Start(harness.Config{Model: m, App: app, Workers: f.workers, Addr: *addr})
+	if err != nil {
+		return 0, err
+	}
+	fmt.Fprintln(stdout, h.URL)
+	fmt.Fprintf(stderr, "serving model=%s store=%s limit %d per %v", m, app.Store, app.Limit, app.Window)
+	if app.Store == "file" {
+		fmt.Fprintf(stderr, " state in %s", app.Dir)
+	}
+	fmt.Fprintf(stderr, "\ntry: for i in $(seq 35); do curl -s -o /dev/null -w '%%{http_code} ' -X POST %s; done; echo\nCtrl-C stops it\n", h.URL)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	if err := h.Close(); err != nil {
+		return 0, err
+	}
+	return exitOK, nil
+}
+
+// cmdCGI is the demo endpoint as a CGI program for a real web server: a
+// two-line wrapper in its cgi-bin runs it once per request. Outside a CGI
+// server it says so and exits 2; under one, a configuration error is
+// answered 500 with the reason in one line, also written to stderr (the
+// server's error log).
+func cmdCGI(args []string, stdout, stderr io.Writer) (int, error) {
+	if os.Getenv("GATEWAY_INTERFACE") == "" {
+		return 0, usagef("%v", harness.ErrNotCGI)
+	}
+	f := newFlags("cgi", io.Discard)
+	store := f.String("store", "", "memory, file or redis (required)")
+	algo := f.String("algorithm", "fixed", "fixed, sliding, log or gcra")
+	burst := f.Int("burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)")
+	fail := f.String("fail", "open", "file and redis stores: what to do when the state cannot be reached: open or closed")
+	redisURL := f.String("redis", "", "redis store: the server, e.g. redis://127.0.0.1:6379/0")
+	f.common(true, true, false, true, false)
+	app, err := func() (harness.App, error) {
+		if err := f.parse(args); err != nil {
+			return harness.App{}, err
+		}
+		alg, err := ratelab.ParseAlgorithm(*algo)
+		if err != nil {
+			return harness.App{}, err
+		}
+		policy, err := ratelab.ParseFailPolicy(*fail)
+		if err != nil {
+			return harness.App{}, err
+		}
+		a := harness.App{Store: *store, Dir: f.dir, RedisURL: *redisURL, Limit: f.limit, Window: f.window,
+			Algorithm: alg, Burst: *burst, FailPolicy: policy}
+		return a, a.Validate()
+	}()
+	if err != nil {
+		harness.CGIError(err, stderr)
+		return exitUsage, nil
+	}
+	if err := harness.ServeCGI(app, stderr); err != nil {
+		return exitFailure, nil // answered 500 and logged already
+	}
+	return exitOK, nil
+}
+
+// checkServe finds configuration errors before serve prints its URL: a
+// state directory that cannot be used, a Redis that refuses the URL's
+// password or database, more workers than harness.MaxWorkers. A Redis that
+// cannot be reached is an outage, not a configuration error: it is
+// reported, and the hits follow the fail policy until it is back.
+func checkServe(app harness.App, workers int, stderr io.Writer) error {
+	if workers > harness.MaxWorkers {
+		return usagef("-workers %d: at most %d", workers, harness.MaxWorkers)
+	}
+	switch app.Store {
+	case "file":
+		s, err := fixedfilestore.New(app.Dir, fixedfilestore.Options{})
+		if err != nil {
+			return usagef("%v", err)
+		}
+		return s.Close()
+	case "redis":
+		c, err := redisstore.NewClient(app.RedisURL, time.Second)
+		if err != nil {
+			return usagef("-redis: %v", err)
+		}
+		defer c.Close()
+		err = redisstore.CheckServer(context.Background(), c)
+		switch {
+		case errors.Is(err, redisstore.ErrRefused):
+			return usagef("-redis %s: %v", app.RedisURL, err)
+		case err != nil:
+			fmt.Fprintf(stderr, "ratelab serve: warning: redis at %s is unreachable (%v); until it is back every hit fails %s\n", app.RedisURL, err, app.FailPolicy)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ratelab/ratelab"
+	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
+)
+
+// hitResult is the JSON line ratelab hit prints; waits are whole seconds,
+// rounded up.
+type hitResult struct {
+	Allowed    bool   `json:"allowed"`
+	Rule       string `json:"rule"`
+	Limit      int64  `json:"limit"`
+	Remaining  int64  `json:"remaining"`
+	RetryAfter int64  `json:"retry_after"`
+	ResetAfter int64  `json:"reset_after"`
+	NotCounted string `json:"not_counted,omitempty"`
+}
+
+func cmdHit(args []string, stdout, stderr io.Writer) (int, error) {
+	f := newFlags("hit", stdout)
+	f.logger = cliLogger(stderr)
+	key := f.String("key", "", "the key to count, e.g. ip:203.0.113.7 (required)")
+	name := f.String("rule", "demo-start", "the rule's name: its state is kept apart from every other rule's")
+	fail := f.String("fail", "open", "what to do when the state cannot be reached: open or closed")
+	algo := f.String("algorithm", "fixed", "fixed (the original's fixed window), sliding (sliding-window counter), log (sliding log) or gcra")
+	burst := f.Int("burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)")
+	f.common(true, true, false, true, true)
+	if err := f.parse(args); err != nil {
+		return 0, err
+	}
+	if *key == "" {
+		return 0, usagef("-key is required")
+	}
+	policy, err := ratelab.ParseFailPolicy(*fail)
+	if err != nil {
+		return 0, usagef("-fail %q: use open or closed", *fail)
+	}
+	alg, err := ratelab.ParseAlgorithm(*algo)
+	if err != nil {
+		return 0, usagef("-algorithm %q: use fixed, sliding, log or gcra", *algo)
+	}
+	rule := ratelab.Rule{Name: *name, Limit: int64(f.limit), Window: f.window, Algorithm: alg, Burst: int64(*burst)}
+	if err := rule.Validate(); err != nil {
+		return 0, usagef("%v", strings.TrimPrefix(err.Error(), "ratelab: "))
+	}
+	now, err := f.now()
+	if err != nil {
+		return 0, err
+	}
+	store, err := f.openStore(policy)
+	if err != nil {
+		return 0, err
+	}
+	l, err := ratelab.NewLimiter(store, rule)
+	if err != nil {
+		return 0, usagef("%v", err)
+	}
+	d, err := l.AllowAt(context.Background(), *key, now)
+	if err != nil {
+		return 0, err
+	}
+	res := hitResult{Allowed: d.Allowed, Rule: rule.Name, Limit: rule.Limit, Remaining: d.Remaining,
+		RetryAfter: ratelab.CeilSeconds(d.RetryAfter), ResetAfter: ratelab.CeilSeconds(d.ResetAfter)}
+	if d.NotCounted != nil {
+		res.NotCounted = d.NotCounted.Error()
+	}
+	if err := json.NewEncoder(stdout).Encode(res); err != nil {
+		return 0, err
+	}
+	if !d.Allowed {
+		return exitThrottled, nil
+	}
+	return exitOK, nil
+}
+
+func cmdInspect(args []string, stdout, stderr io.Writer) (int, error) {
+	f := newFlags("inspect", stdout)
+	now, store, err := f.parseForStore(args)
+	if err != nil {
+		return 0, err
+	}
+	defer store.Close()
+	entries, err := store.Inspect()
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range entries {
+		if e.Err != nil {
+			fmt.Fprintf(stdout, "%s  unreadable: %v\n", printable(e.Name), e.Err)
+			continue
+		}
+		status := "expired"
+		if e.Live(now) {
+			status = "live"
+		}
+		fmt.Fprintf(stdout, "%s  %s  %s\n", e.Name, e.Describe(), status)
+	}
+	fmt.Fprintf(stdout, "%d state files in %s\n", len(entries), store.Dir())
+	return exitOK, nil
+}
+
+func cmdSweep(args []string, stdout, stderr io.Writer) (int, error) {
+	f := newFlags("sweep", stdout)
+	now, store, err := f.parseForStore(args)
+	if err != nil {
+		return 0, err
+	}
+	defer store.Close()
+	report, err := store.SweepAt(now)
+	if err != nil {
+		return 0, err
+	}
+	counts := map[fixedfilestore.SweepAction]int{}
+	for _, e := range report {
+		counts[e.Action]++
+		line := fmt.Sprintf("%-7s %s", e.Action, printable(e.Name))
+		if e.Reason != "" {
+			line += "  (" + e.Reason + ")"
+		}
+		fmt.Fprintln(stdout, line)
+	}
+	fmt.Fprintf(stdout, "removed %d, kept %d, busy %d, skipped %d (judged by each state at %s)\n",
+		counts[fixedfilestore.Removed], counts[fixedfilestore.Kept], counts[fixedfilestore.Busy], counts[fixedfilestore.Skipped],
+		now.UTC().Format(time.RFC3339))
+	return exitOK, nil
+}
+
+// printable returns a file name as it is when it is made of letters,
+// digits, '.', '_' and '-', and quoted otherwise: a name planted with a
+// newline or an escape sequence cannot fake a line of the report.
+func printable(name string) string {
+	for _, c := range []byte(name) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return strconv.Quote(name)
+		}
+	}
+	return name
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/ratelab/ratelab"
+	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
+)
+
+// flags is a flag set that reports bad flags as one usage line.
+type flags struct {
+	*flag.FlagSet
+	limit   int
+	window  time.Duration
+	workers int
+	dir     string
+	at      string
+	stdout  io.Writer
+	logger  *slog.Logger
+}
+
+func newFlags(name string, stdout io.Writer) *flags {
+	f := &flags{FlagSet: flag.NewFlagSet("ratelab "+name, flag.ContinueOnError), stdout: stdout, logger: slog.Default()}
+	f.Usage = func() {} // errors are reported as one line by parse
+	f.SetOutput(io.Discard)
+	return f
+}
+
+func (f *flags) common(limit, window, workers, dir, at bool) {
+	if limit {
+		f.IntVar(&f.limit, "limit", 30, "hits allowed per window (> 0)")
+	}
+	if window {
+		f.DurationVar(&f.window, "window", time.Hour, "window length, whole seconds (> 0)")
+	}
+	if workers {
+		f.IntVar(&f.workers, "workers", 4, "worker processes of the pool model (> 0)")
+	}
+	if dir {
+		f.StringVar(&f.dir, "dir", "", "base directory; state lives in DIR/rate-limits")
+	}
+	if at {
+		f.StringVar(&f.at, "at", "", "the time to act at, RFC 3339 (default: now)")
+	}
+}
+
+func (f *flags) parse(args []string) error {
+	err := f.Parse(args)
+	if errors.Is(err, flag.ErrHelp) { // asked for: print the flags on stdout
+		fmt.Fprintf(f.stdout, "usage of %s:\n", f.Name())
+		f.SetOutput(f.stdout)
+		f.PrintDefaults()
+		return err
+	}
+	if err != nil {
+		return usagef("%v (see ratelab %s -h)", err, strings.TrimPrefix(f.Name(), "ratelab "))
+	}
+	if f.NArg() > 0 {
+		return usagef("unexpected argument %q", f.Arg(0))
+	}
+	if f.Lookup("limit") != nil && f.limit <= 0 {
+		return usagef("-limit %d must be positive", f.limit)
+	}
+	if f.Lookup("window") != nil {
+		if err := (ratelab.Rule{Name: "w", Limit: 1, Window: f.window}).Validate(); err != nil {
+			return usagef("-window %v must be a whole number of seconds from 1s to %v", f.window, ratelab.MaxWindow)
+		}
+	}
+	if f.Lookup("workers") != nil && f.workers <= 0 {
+		return usagef("-workers %d must be positive", f.workers)
+	}
+	return nil
+}
+
+func (f *flags) now() (time.Time, error) {
+	if f.at == "" {
+		return time.Now(), nil
+	}
+	t, err := time.Parse(time.RFC3339, f.at)
+	if err != nil {
+		return time.Time{}, usagef("-at %q is not an RFC 3339 time such as 2026-07-09T00:59:59Z", f.at)
+	}
+	if err := ratelab.CheckInstant(t); err != nil {
+		return time.Time{}, usagef("-at %q: %v", f.at, strings.TrimPrefix(err.Error(), "ratelab: "))
+	}
+	return t, nil
+}
+
+// parseForStore defines -window, -dir and -at, parses args, then reads -at
+// and opens the file store at -dir: the commands that only look at state.
+func (f *flags) parseForStore(args []string) (time.Time, *fixedfilestore.Store, error) {
+	f.common(false, false, false, true, true)
+	if err := f.parse(args); err != nil {
+		return time.Time{}, nil, err
+	}
+	now, err := f.now()
+	if err != nil {
+		return time.Time{}, nil, err
+	}
+	store, err := f.openStore(ratelab.FailOpen)
+	return now, store, err
+}
+
+// openStore opens the file store at -dir; a missing or unusable directory
+// is bad input.
+func (f *flags) openStore(policy ratelab.FailPolicy) (*fixedfilestore.Store, error) {
+	if f.dir == "" {
+		return nil, usagef("-dir is required")
+	}
+	s, err := fixedfilestore.New(f.dir, fixedfilestore.Options{FailPolicy: policy, Logger: f.logger})
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	return s, nil
+}
