@@ -197,10 +197,12 @@ type ConflictError struct {
 	Other string // the other rule as the state describes it, e.g. "window 1h0m0s"
 }
 
+// Error says which rule met which state.
 func (e *ConflictError) Error() string {
 	return fmt.Sprintf("ratelab: rule %v met the state of another rule named %q (%s): "+
 		"rules that differ need distinct names (or this host's clock is more than %v behind the one that wrote the state)",
 		e.Rule, e.Rule.Name, e.Other, MaxSkew)
 }
 
+// Unwrap returns ErrRuleConflict.
 func (e *ConflictError) Unwrap() error { return ErrRuleConflict }

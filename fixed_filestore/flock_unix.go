@@ -74,6 +74,7 @@ func checkHeld(fd int, path string) error {
 // !-locked
 
 // !+open
+
 // A state file is opened read-write, created 0600 if absent, never
 // truncated (the original's "c+" mode), and never through a link:
 // openAt's O_NOFOLLOW refuses a symlink at the name, and the directory
@@ -82,6 +83,7 @@ func checkHeld(fd int, path string) error {
 // !-open
 
 // !+rmw
+
 // readModifyWrite applies one hit to the locked file. withLock unlocks
 // and closes it afterwards, whatever happens.
 func (s *Store) readModifyWrite(fd int, path string, r ratelab.Rule, now time.Time) (ratelab.Decision, error) {

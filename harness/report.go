@@ -41,6 +41,7 @@ type Row struct {
 func (r Row) Pass() bool { return len(r.Problems) == 0 }
 
 // !+expect
+
 // Expect predicts how many of the workload's requests a model lets through
 // with a store, and says why. This is the lesson in one function.
 func Expect(s Scenario) (ok int, why string) {

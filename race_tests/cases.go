@@ -89,6 +89,7 @@ func counterEnv(lock bool, order WriteOrder, pause string) []string {
 }
 
 // !+lostupdate
+
 // LostUpdate runs two processes through one read-modify-write each, in
 // the order that loses an update without a lock: A reads, B reads, A
 // writes, B writes. With lock true, B cannot read until A has written and
@@ -160,6 +161,7 @@ func LostUpdate(dir string, lock bool) (Result, error) {
 // !-lostupdate
 
 // !+tornread
+
 // TornRead stops process A halfway through writing count 6 over count 5
 // and lets B read the file then. With the original's truncate-first write
 // and no lock, B finds an empty file and starts a new window: count 1.

@@ -23,6 +23,7 @@ const (
 	TruncateFirst
 )
 
+// String names the write order.
 func (w WriteOrder) String() string {
 	if w == TruncateFirst {
 		return "truncate-first"
@@ -49,6 +50,7 @@ type BrokenCounter struct {
 }
 
 // !+hitat
+
 // HitAt counts one hit at now.
 func (c *BrokenCounter) HitAt(now time.Time) (algorithm.Fixed, error) {
 	f, err := os.OpenFile(c.Path, os.O_RDWR|os.O_CREATE, 0o600) // "c+": never O_TRUNC

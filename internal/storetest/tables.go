@@ -89,6 +89,7 @@ type Hit struct {
 	At   time.Time
 }
 
+// String shows the hit as a failure message names it.
 func (h Hit) String() string {
 	return fmt.Sprintf("%s %s at +%v", h.Rule.Name, h.Key, h.At.Sub(T0))
 }

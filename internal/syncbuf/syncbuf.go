@@ -13,14 +13,16 @@ import (
 type Buffer struct {
 	// Tee, if set, also receives everything written.
 	Tee io.Writer
-	// Limit, if positive, is how many bytes are kept; the rest is dropped
-	// (but still passed to Tee).
+	// Limit, if positive, stops keeping: once the buffer holds Limit bytes
+	// or more, later writes are dropped (but still passed to Tee); the
+	// write that crosses Limit is kept whole.
 	Limit int
 
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
+// Write keeps p, within Limit, passes it to Tee, and never fails.
 func (b *Buffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -27,15 +28,12 @@ func cmdRace(args []string, stdout, stderr io.Writer) (int, error) {
 	if *procs <= 0 || *hits <= 0 {
 		return 0, usagef("-procs and -hits must be positive")
 	}
-	dir, err := os.MkdirTemp("", "ratelab-race-")
+	dir, cleanup, err := scratch("race")
 	if err != nil {
 		return 0, err
 	}
-	defer os.RemoveAll(dir)
-	progress := stderr
-	if *stable {
-		progress = nil
-	}
+	defer cleanup()
+	progress := progressTo(stderr, *stable)
 	rep, err := racetests.Demo(dir, *procs, *hits, progress)
 	if err != nil {
 		return 0, err
@@ -52,7 +50,7 @@ func cmdBoundary(args []string, stdout, stderr io.Writer) (int, error) {
 	seed := f.Uint64("seed", def.Seed, "seed of the random traffic")
 	procs := f.Bool("processes", true, "also run the edge pattern across processes through the file store")
 	svg := f.String("svg", "", "write the chart to this file and exit")
-	f.common(true, true, false, false, false)
+	f.limitFlag().windowFlag()
 	if err := f.parse(args); err != nil {
 		return 0, err
 	}
@@ -72,11 +70,11 @@ func cmdBoundary(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitOK, out.Close()
 	}
 	if *procs {
-		dir, err := os.MkdirTemp("", "ratelab-boundary-")
+		dir, cleanup, err := scratch("boundary")
 		if err != nil {
 			return 0, err
 		}
-		defer os.RemoveAll(dir)
+		defer cleanup()
 		c.Dir = dir
 	}
 	rep, err := windowboundary.Demo(c)
@@ -97,11 +95,11 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := f.parse(args); err != nil {
 		return 0, err
 	}
-	dir, err := os.MkdirTemp("", "ratelab-bench-")
+	dir, cleanup, err := scratch("bench")
 	if err != nil {
 		return 0, err
 	}
-	defer os.RemoveAll(dir)
+	defer cleanup()
 	o := bench.Default(dir)
 	o.Progress = stderr
 	if *quick {
@@ -111,19 +109,16 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	w := stdout
-	if *out != "" {
-		file, err := os.Create(*out)
-		if err != nil {
-			return 0, err
-		}
-		defer file.Close()
-		w = file
+	if *out == "" {
+		res.Markdown(stdout)
+		return exitOK, nil
 	}
-	res.Markdown(w)
-	if *out != "" {
-		fmt.Fprintln(stderr, "wrote", *out)
+	var buf bytes.Buffer
+	res.Markdown(&buf)
+	if err := os.WriteFile(*out, buf.Bytes(), 0o644); err != nil {
+		return 0, err
 	}
+	fmt.Fprintln(stderr, "wrote", *out)
 	return exitOK, nil
 }
 
@@ -135,7 +130,7 @@ func cmdRedis(args []string, stdout, stderr io.Writer) (int, error) {
 	requests := f.Int("requests", 130, "requests from one client address (> 0)")
 	conc := f.Int("concurrency", 8, "requests in flight in the burst; 1 sends only one by one")
 	stable := f.Bool("stable", false, "leave out wall times, so that runs with -at print the same bytes")
-	f.common(true, true, false, false, true)
+	f.limitFlag().windowFlag().atFlag()
 	f.IntVar(&f.workers, "workers", 2, "worker processes per pool or host (> 0)")
 	if err := f.parse(args); err != nil {
 		return 0, err
@@ -144,11 +139,9 @@ func cmdRedis(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, usagef("-requests and -concurrency must be positive")
 	}
 	app := harness.App{Limit: f.limit, Window: f.window}
-	if f.at != "" {
-		var err error
-		if app.Now, err = f.now(); err != nil {
-			return 0, err
-		}
+	var err error
+	if app.Now, err = f.atOrZero(); err != nil {
+		return 0, err
 	}
 	if *url == "" {
 		srv, err := redistest.Start()
@@ -165,15 +158,12 @@ func cmdRedis(args []string, stdout, stderr io.Writer) (int, error) {
 	defer client.Close()
 	ctx := context.Background()
 	reset := func() error { return client.FlushDB(ctx).Err() }
-	dir, err := os.MkdirTemp("", "ratelab-redis-")
+	dir, cleanup, err := scratch("redis")
 	if err != nil {
 		return 0, err
 	}
-	defer os.RemoveAll(dir)
-	progress := stderr
-	if *stable {
-		progress = nil
-	}
+	defer cleanup()
+	progress := progressTo(stderr, *stable)
 	rep, err := harness.RedisDemo(ctx, app, f.workers, harness.Workload{Requests: *requests, Concurrency: *conc}, dir, *url, reset, progress)
 	if err != nil {
 		return 0, err

@@ -23,7 +23,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	requests := f.Int("requests", 40, "requests from one client address (> 0)")
 	conc := f.Int("concurrency", 8, "requests in flight in the burst; 1 sends only one by one")
 	stable := f.Bool("stable", false, "leave out wall times, so that runs with -at print the same bytes")
-	f.common(true, true, true, false, true)
+	f.limitFlag().windowFlag().workersFlag().atFlag()
 	if err := f.parse(args); err != nil {
 		return 0, err
 	}
@@ -33,22 +33,17 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	if *requests <= 0 || *conc <= 0 {
 		return 0, usagef("-requests and -concurrency must be positive")
 	}
-	dir, err := os.MkdirTemp("", "ratelab-demo-")
+	dir, cleanup, err := scratch("demo")
 	if err != nil {
 		return 0, err
 	}
-	defer os.RemoveAll(dir)
+	defer cleanup()
 
 	app := harness.App{Limit: f.limit, Window: f.window}
-	if f.at != "" {
-		if app.Now, err = f.now(); err != nil {
-			return 0, err
-		}
+	if app.Now, err = f.atOrZero(); err != nil {
+		return 0, err
 	}
-	progress := stderr
-	if *stable {
-		progress = nil
-	}
+	progress := progressTo(stderr, *stable)
 	rep, err := harness.Demo(context.Background(), *store, app, f.workers,
 		harness.Workload{Requests: *requests, Concurrency: *conc}, dir, progress)
 	if err != nil {
@@ -68,7 +63,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	burst := f.Int("burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)")
 	fail := f.String("fail", "open", "file and redis stores: what to do when the state cannot be reached: open or closed")
 	redisURL := f.String("redis", "", "redis store: the server, e.g. redis://127.0.0.1:6379/0")
-	f.common(true, true, true, true, true)
+	f.limitFlag().windowFlag().workersFlag().dirFlag().atFlag()
 	if err := f.parse(args); err != nil {
 		return 0, err
 	}
@@ -85,10 +80,8 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, usagef("-fail %q: use open or closed", *fail)
 	}
 	app := harness.App{Store: *store, Limit: f.limit, Window: f.window, Dir: f.dir, Algorithm: alg, Burst: *burst, FailPolicy: policy, RedisURL: *redisURL}
-	if f.at != "" {
-		if app.Now, err = f.now(); err != nil {
-			return 0, err
-		}
+	if app.Now, err = f.atOrZero(); err != nil {
+		return 0, err
 	}
 	if *store == "file" && f.dir == "" {
 		d, err := os.MkdirTemp("", "ratelab-serve-")
@@ -139,7 +132,7 @@ func cmdCGI(args []string, stdout, stderr io.Writer) (int, error) {
 	burst := f.Int("burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)")
 	fail := f.String("fail", "open", "file and redis stores: what to do when the state cannot be reached: open or closed")
 	redisURL := f.String("redis", "", "redis store: the server, e.g. redis://127.0.0.1:6379/0")
-	f.common(true, true, false, true, false)
+	f.limitFlag().windowFlag().dirFlag()
 	app, err := func() (harness.App, error) {
 		if err := f.parse(args); err != nil {
 			return harness.App{}, err

@@ -33,7 +33,7 @@ func cmdHit(args []string, stdout, stderr io.Writer) (int, error) {
 	fail := f.String("fail", "open", "what to do when the state cannot be reached: open or closed")
 	algo := f.String("algorithm", "fixed", "fixed (the original's fixed window), sliding (sliding-window counter), log (sliding log) or gcra")
 	burst := f.Int("burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)")
-	f.common(true, true, false, true, true)
+	f.limitFlag().windowFlag().dirFlag().atFlag()
 	if err := f.parse(args); err != nil {
 		return 0, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -32,22 +33,36 @@ func newFlags(name string, stdout io.Writer) *flags {
 	return f
 }
 
-func (f *flags) common(limit, window, workers, dir, at bool) {
-	if limit {
-		f.IntVar(&f.limit, "limit", 30, "hits allowed per window (> 0)")
-	}
-	if window {
-		f.DurationVar(&f.window, "window", time.Hour, "window length, whole seconds (> 0)")
-	}
-	if workers {
-		f.IntVar(&f.workers, "workers", 4, "worker processes of the pool model (> 0)")
-	}
-	if dir {
-		f.StringVar(&f.dir, "dir", "", "base directory; state lives in DIR/rate-limits")
-	}
-	if at {
-		f.StringVar(&f.at, "at", "", "the time to act at, RFC 3339 (default: now)")
-	}
+// The flags several commands share, each defined by a call of its own.
+
+// limitFlag defines -limit: hits allowed per window.
+func (f *flags) limitFlag() *flags {
+	f.IntVar(&f.limit, "limit", 30, "hits allowed per window (> 0)")
+	return f
+}
+
+// windowFlag defines -window: the window's length.
+func (f *flags) windowFlag() *flags {
+	f.DurationVar(&f.window, "window", time.Hour, "window length, whole seconds (> 0)")
+	return f
+}
+
+// workersFlag defines -workers: the pool's size.
+func (f *flags) workersFlag() *flags {
+	f.IntVar(&f.workers, "workers", 4, "worker processes of the pool model (> 0)")
+	return f
+}
+
+// dirFlag defines -dir: the file store's base directory.
+func (f *flags) dirFlag() *flags {
+	f.StringVar(&f.dir, "dir", "", "base directory; state lives in DIR/rate-limits")
+	return f
+}
+
+// atFlag defines -at: the instant to act at instead of the clock.
+func (f *flags) atFlag() *flags {
+	f.StringVar(&f.at, "at", "", "the time to act at, RFC 3339 (default: now)")
+	return f
 }
 
 func (f *flags) parse(args []string) error {
@@ -95,7 +110,7 @@ func (f *flags) now() (time.Time, error) {
 // parseForStore defines -window, -dir and -at, parses args, then reads -at
 // and opens the file store at -dir: the commands that only look at state.
 func (f *flags) parseForStore(args []string) (time.Time, *fixedfilestore.Store, error) {
-	f.common(false, false, false, true, true)
+	f.dirFlag().atFlag()
 	if err := f.parse(args); err != nil {
 		return time.Time{}, nil, err
 	}
@@ -118,4 +133,31 @@ func (f *flags) openStore(policy ratelab.FailPolicy) (*fixedfilestore.Store, err
 		return nil, usagef("%v", err)
 	}
 	return s, nil
+}
+
+// scratch makes a fresh directory for one run under the system's temporary
+// directory, and returns it with the function that removes it.
+func scratch(name string) (string, func(), error) {
+	dir, err := os.MkdirTemp("", "ratelab-"+name+"-")
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+// progressTo is where a long run reports its progress: stderr, or nowhere
+// with -stable, whose output must be the same bytes on every run.
+func progressTo(stderr io.Writer, stable bool) io.Writer {
+	if stable {
+		return nil
+	}
+	return stderr
+}
+
+// atOrZero is -at's instant, or the zero time (the clock) if -at is unset.
+func (f *flags) atOrZero() (time.Time, error) {
+	if f.at == "" {
+		return time.Time{}, nil
+	}
+	return f.now()
 }
