@@ -24,6 +24,13 @@ func TestWhatPackagesLink(t *testing.T) {
 		{"./fixed_filestore", "net/http"},
 		{"./redis_store", "net/http"},
 		{"./harness/cmd/ratelab", "testing"},
+		// Nothing under internal/ imports a lesson: imports point down.
+		{"./internal/...", "github.com/ratelab/ratelab/race_tests"},
+		{"./internal/...", "github.com/ratelab/ratelab/window_boundary"},
+		{"./internal/...", "github.com/ratelab/ratelab/harness"},
+		// The stores import the contract and the steps, never a lesson.
+		{"./fixed_filestore", "github.com/ratelab/ratelab/harness"},
+		{"./redis_store", "github.com/ratelab/ratelab/harness"},
 	}
 	for _, tt := range tests {
 		out, err := exec.Command("go", "list", "-deps", tt.pkg).Output()

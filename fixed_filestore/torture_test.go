@@ -25,19 +25,18 @@ import (
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/internal/childproc"
 	"github.com/ratelab/ratelab/internal/storetest"
+	"github.com/ratelab/ratelab/internal/stress"
 	"github.com/ratelab/ratelab/internal/syncbuf"
 )
 
-// The torture suite's children are this test binary, re-executed and
-// dispatched on RATELAB_TORTURE_CHILD before any test runs.
+// The torture suite's children are this test binary, re-executed with one
+// of these roles before any test runs.
 func TestMain(m *testing.M) {
-	if role, ok := os.LookupEnv("RATELAB_TORTURE_CHILD"); ok {
-		if err := tortureChild(role); err != nil {
-			fmt.Fprintf(os.Stderr, "torture child %s: %v\n", role, err)
-			os.Exit(2)
-		}
-		os.Exit(0)
+	roles := childproc.Roles{}
+	for _, role := range []string{"torture/hitter", "torture/holder", "torture/sweeper"} {
+		roles[role] = func() error { return tortureChild(role) }
 	}
+	childproc.RunIfChild(roles)
 	os.Exit(m.Run())
 }
 
@@ -50,7 +49,7 @@ func tortureChild(role string) error {
 	stdin := bufio.NewReader(os.Stdin)
 	base := os.Getenv("T_BASE")
 	switch role {
-	case "hitter":
+	case "torture/hitter":
 		opts := fixedfilestore.Options{LockWait: time.Minute, Logger: slog.New(slog.DiscardHandler)}
 		if w := os.Getenv("T_WAIT"); w != "" {
 			opts.LockWait, _ = time.ParseDuration(w)
@@ -92,7 +91,7 @@ func tortureChild(role string) error {
 		}
 		childproc.Say("result allowed=%d throttled=%d notcounted=%d failed=%d ms=%d",
 			allowed, throttled, notCounted, failed, time.Since(start).Milliseconds())
-	case "holder":
+	case "torture/holder":
 		f, err := os.OpenFile(os.Getenv("T_PATH"), os.O_RDWR|os.O_CREATE, 0o600)
 		if err != nil {
 			return err
@@ -102,7 +101,7 @@ func tortureChild(role string) error {
 		}
 		childproc.Say("locked")
 		childproc.WaitGo(stdin)
-	case "sweeper":
+	case "torture/sweeper":
 		s, err := fixedfilestore.New(base, fixedfilestore.Options{})
 		if err != nil {
 			return err
@@ -137,40 +136,31 @@ func tortureChild(role string) error {
 
 type hitterResult struct{ allowed, throttled, notCounted, failed, ms int }
 
-func startHitters(t *testing.T, n int, env ...string) []*childproc.Proc {
+// startHitters starts n hitters, held at the barrier.
+func startHitters(t *testing.T, n int, env ...string) *stress.Group {
 	t.Helper()
-	ps := make([]*childproc.Proc, n)
-	for i := range ps {
-		p, err := childproc.Start(fmt.Sprintf("hitter-%d", i), append([]string{"RATELAB_TORTURE_CHILD=hitter",
-			"GORACE=atexit_sleep_ms=0"}, env...)...)
-		require.NoError(t, err)
-		t.Cleanup(p.Kill)
-		ps[i] = p
-	}
-	for _, p := range ps {
-		_, err := p.Expect("ready")
-		require.NoError(t, err)
-	}
-	return ps
+	g, err := stress.Start("torture/hitter", n, env...)
+	require.NoError(t, err)
+	t.Cleanup(g.Kill)
+	return g
 }
 
-func goAll(t *testing.T, ps []*childproc.Proc) {
+func goAll(t *testing.T, gs ...*stress.Group) {
 	t.Helper()
-	for _, p := range ps {
-		require.NoError(t, p.Send("go"))
+	for _, g := range gs {
+		require.NoError(t, g.Go())
 	}
 }
 
-func collect(t *testing.T, ps []*childproc.Proc) []hitterResult {
+func collect(t *testing.T, g *stress.Group) []hitterResult {
 	t.Helper()
+	lines, _, err := g.Results()
+	require.NoError(t, err)
 	var out []hitterResult
-	for _, p := range ps {
-		line, err := p.Expect("result ")
-		require.NoError(t, err)
+	for _, line := range lines {
 		var r hitterResult
 		_, err = fmt.Sscanf(line, "allowed=%d throttled=%d notcounted=%d failed=%d ms=%d", &r.allowed, &r.throttled, &r.notCounted, &r.failed, &r.ms)
 		require.NoError(t, err, line)
-		require.NoError(t, p.Close())
 		out = append(out, r)
 	}
 	return out
@@ -204,7 +194,7 @@ func TestTortureSixteenProcesses(t *testing.T) {
 
 func startHolder(t *testing.T, path string) *childproc.Proc {
 	t.Helper()
-	h, err := childproc.Start("holder", "RATELAB_TORTURE_CHILD=holder", "T_PATH="+path)
+	h, err := childproc.Start("holder", "torture/holder", "T_PATH="+path)
 	require.NoError(t, err)
 	t.Cleanup(h.Kill)
 	_, err = h.Expect("locked")
@@ -223,9 +213,7 @@ func TestTortureKilledHolder(t *testing.T) {
 	holder := startHolder(t, s.Path(rule, storetest.Key))
 	ps := startHitters(t, 4, "T_BASE="+base, "T_LIMIT=30", "T_HITS=1")
 	goAll(t, ps)
-	for _, p := range ps {
-		require.True(t, p.Quiet(50*time.Millisecond), "a waiter finished while the lock was held")
-	}
+	require.True(t, ps.Quiet(50*time.Millisecond), "a waiter finished while the lock was held")
 	killed := time.Now()
 	require.NoError(t, holder.Cmd.Process.Signal(syscall.SIGKILL))
 	results := collect(t, ps)
@@ -248,7 +236,7 @@ func TestTortureStoppedHolder(t *testing.T) {
 
 	open := startHitters(t, 2, "T_BASE="+base, "T_LIMIT=30", "T_HITS=1", "T_WAIT=200ms", "T_POLICY=open")
 	closed := startHitters(t, 2, "T_BASE="+base, "T_LIMIT=30", "T_HITS=1", "T_WAIT=200ms", "T_POLICY=closed")
-	goAll(t, append(open, closed...))
+	goAll(t, open, closed)
 	for _, r := range collect(t, open) {
 		assert.Equal(t, 1, r.notCounted, "fail-open: allowed, not counted")
 		assert.GreaterOrEqual(t, r.ms, 200, "gave up at the bounded wait, not before")
@@ -276,7 +264,7 @@ func TestTortureSweepLoop(t *testing.T) {
 		require.NoError(t, os.WriteFile(s.Path(rule, key), algorithm.Fixed{Count: 99, ResetAt: t0.Unix() - 7200}.Append(nil), 0o600))
 		age(t, s.Path(rule, key), old)
 	}
-	sweeper, err := childproc.Start("sweeper", "RATELAB_TORTURE_CHILD=sweeper", "T_BASE="+base)
+	sweeper, err := childproc.Start("sweeper", "torture/sweeper", "T_BASE="+base)
 	require.NoError(t, err)
 	t.Cleanup(sweeper.Kill)
 	_, err = sweeper.Expect("ready")

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -18,17 +17,14 @@ import (
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/httplimit"
+	"github.com/ratelab/ratelab/internal/childproc"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
-// EnvRole is the one environment variable that turns a re-executed binary
-// into a child. Its values are the roles below; the rest of a child's
-// configuration travels in the RATELAB_* variables of [App.env].
-const EnvRole = "RATELAB_CHILD"
-
+// The harness's child roles.
 const (
-	roleServer = "server" // a long-lived HTTP worker (single, pool)
-	roleCGI    = "cgi"    // one request under net/http/cgi, then exit
+	roleServer = "harness/server" // a long-lived HTTP worker (single, pool)
+	roleCGI    = "harness/cgi"    // one request under net/http/cgi, then exit
 )
 
 // Lines a child prints on stdout for its parent.
@@ -37,29 +33,14 @@ const (
 	resultPrefix = "ratelab-child result "
 )
 
-// RunChildIfRequested runs the child role named by RATELAB_CHILD, and exits
-// the process when it is done. In a parent, where the variable is unset, it
-// returns at once. Call it first thing in TestMain, before m.Run, and in
-// main, before parsing flags: the same binary is both parent and child.
-func RunChildIfRequested() {
-	role, ok := os.LookupEnv(EnvRole)
-	if !ok {
-		return
+// Roles are the harness's child roles, for childproc.RunIfChild: a
+// long-lived worker and a CGI program. The binary that hosts an execution
+// model (Config.Exe) must pass them to RunIfChild first thing.
+func Roles() childproc.Roles {
+	return childproc.Roles{
+		roleServer: func() error { return serveChild(os.Stdin, os.Stdout) },
+		roleCGI:    cgiChild,
 	}
-	var err error
-	switch role {
-	case roleServer:
-		err = serveChild(os.Stdin, os.Stdout)
-	case roleCGI:
-		err = cgiChild()
-	default:
-		err = fmt.Errorf("unknown role %q", role)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "ratelab child (pid %d, role %s): %v\n", os.Getpid(), role, err)
-		os.Exit(2)
-	}
-	os.Exit(0)
 }
 
 // App is the limited endpoint every execution model serves: one "start a
@@ -115,9 +96,9 @@ func (a App) Validate() error {
 	return a.Rule().Validate()
 }
 
-func (a App) env(role string) []string {
+// env is a's configuration as its children read it (appFromEnv).
+func (a App) env() []string {
 	return []string{
-		EnvRole + "=" + role,
 		"RATELAB_STORE=" + a.Store,
 		"RATELAB_DIR=" + a.Dir,
 		"RATELAB_REDIS=" + a.RedisURL,
@@ -128,9 +109,6 @@ func (a App) env(role string) []string {
 		"RATELAB_ALGORITHM=" + string(a.Algorithm),
 		"RATELAB_BURST=" + strconv.Itoa(a.Burst),
 		"RATELAB_FRONT_TOKEN=" + a.FrontToken,
-		// A binary built with -race sleeps a second on exit by default;
-		// a CGI child exits after every request. Keep any other setting.
-		"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"),
 	}
 }
 

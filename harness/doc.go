@@ -20,9 +20,9 @@
 // the 31st in all three.
 //
 // Every process is the current binary re-executed (Go's helper-process
-// idiom): [RunChildIfRequested], called first in TestMain and in the
-// ratelab command's main, turns it into a child when the RATELAB_CHILD
-// variable says so. Long-lived children print a ready line with their
+// idiom): childproc.RunIfChild, called first in TestMain and in the
+// ratelab command's main with [Roles], turns it into a child when the
+// RATELAB_CHILD variable names one of the roles. Long-lived children print a ready line with their
 // address and, when their stdin closes, a result line with what they served;
 // a child that does not, or exits non-zero, fails the run with its stderr.
 // CGI children answer through the CGI protocol itself, and anything but a

@@ -15,13 +15,14 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/internal/childproc"
 	"github.com/ratelab/ratelab/internal/redistest"
 )
 
-// The test binary is also every child process: RunChildIfRequested turns a
+// The test binary is also every child process: childproc.RunIfChild turns a
 // re-executed copy into a worker or a CGI program before any test runs.
 func TestMain(m *testing.M) {
-	harness.RunChildIfRequested()
+	childproc.RunIfChild(harness.Roles())
 	os.Exit(m.Run())
 }
 

@@ -67,7 +67,7 @@ type Config struct {
 	// Addr is where the front listens; "" means 127.0.0.1 on a free port.
 	Addr string
 	// Exe is the binary re-executed as children; "" means os.Executable().
-	// It must call RunChildIfRequested first thing.
+	// It must pass Roles to childproc.RunIfChild first thing.
 	Exe string
 	// Stderr receives the children's standard error; nil means os.Stderr.
 	Stderr io.Writer
@@ -151,7 +151,7 @@ func Start(cfg Config) (*Host, error) {
 		front = &cgi.Handler{
 			Path:   cfg.Exe,
 			Dir:    os.TempDir(),
-			Env:    cfg.App.env(roleCGI),
+			Env:    append(childproc.Env(roleCGI), cfg.App.env()...),
 			Stderr: h.cgiErrs,
 			Logger: log.New(h.cgiErrs, "cgi host: ", 0),
 		}
@@ -304,7 +304,7 @@ func startWorkers(cfg Config, n int) ([]*worker, error) {
 }
 
 func startWorker(cfg Config) (*worker, error) {
-	p, err := childproc.StartExe("worker", cfg.Exe, cfg.Stderr, cfg.App.env(roleServer)...)
+	p, err := childproc.StartExe("worker", cfg.Exe, roleServer, cfg.Stderr, cfg.App.env()...)
 	if err != nil {
 		return nil, fmt.Errorf("harness: start worker %s: %w", cfg.Exe, err)
 	}

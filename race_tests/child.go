@@ -18,20 +18,16 @@ import (
 	"github.com/ratelab/ratelab/internal/childproc"
 )
 
-// EnvRole is the one environment variable that makes a re-executed binary
-// one of this package's child processes.
-const EnvRole = "RATELAB_RACE_CHILD"
-
 // The children's roles. Each prints what it did, line by line, and waits
 // on stdin where a choreography needs to hold it still.
 const (
-	roleCounter   = "counter"    // one BrokenCounter hit, pausing where told
-	roleStress    = "stress"     // many hits after a go-ahead
-	roleLockHold  = "lock-hold"  // hold a lock file; release (and maybe unlink) on go
-	roleLockWait  = "lock-wait"  // open a lock file, then block in flock
-	roleLockTry   = "lock-try"   // try a lock once, without waiting
-	roleHoldState = "hold-state" // hold a state file's lock until killed
-	roleStoreHit  = "store-hit"  // one fixed_filestore hit
+	roleCounter   = "race/counter"    // one BrokenCounter hit, pausing where told
+	roleStress    = "race/stress"     // many hits after a go-ahead
+	roleLockHold  = "race/lock-hold"  // hold a lock file; release (and maybe unlink) on go
+	roleLockWait  = "race/lock-wait"  // open a lock file, then block in flock
+	roleLockTry   = "race/lock-try"   // try a lock once, without waiting
+	roleHoldState = "race/hold-state" // hold a state file's lock until killed
+	roleStoreHit  = "race/store-hit"  // one fixed_filestore hit
 )
 
 // Window is the window every child counts in, at the fixed instant
@@ -40,18 +36,15 @@ const Window = time.Hour
 
 func demoNow() time.Time { return time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC) }
 
-// RunChildIfRequested runs the role named by RATELAB_RACE_CHILD and exits;
-// in a parent it returns at once. Call it first in TestMain and in main.
-func RunChildIfRequested() {
-	role, ok := os.LookupEnv(EnvRole)
-	if !ok {
-		return
+// Roles are this package's child roles, for childproc.RunIfChild. Each
+// prints what it did, line by line, and waits on stdin where a
+// choreography needs to hold it still.
+func Roles() childproc.Roles {
+	roles := childproc.Roles{}
+	for _, role := range []string{roleCounter, roleStress, roleLockHold, roleLockWait, roleLockTry, roleHoldState, roleStoreHit} {
+		roles[role] = func() error { return runRole(role, bufio.NewReader(os.Stdin)) }
 	}
-	if err := runRole(role, bufio.NewReader(os.Stdin)); err != nil {
-		fmt.Fprintf(os.Stderr, "race child (pid %d, role %s): %v\n", os.Getpid(), role, err)
-		os.Exit(2)
-	}
-	os.Exit(0)
+	return roles
 }
 
 func runRole(role string, stdin *bufio.Reader) error {
@@ -183,8 +176,8 @@ func runRole(role string, stdin *bufio.Reader) error {
 	return nil
 }
 
-// stressHitter returns one hit of the given kind on path (for flock, path
-// is the fixed store's base directory).
+// stressHitter returns one lock-free hit of the given kind on path; the
+// flock mode's hitters are package stress's.
 func stressHitter(mode, path string) (func() error, error) {
 	switch mode {
 	case "lock-free":
@@ -193,25 +186,6 @@ func stressHitter(mode, path string) (func() error, error) {
 	case "lock-free-truncate-first":
 		c := &BrokenCounter{Path: path, Order: TruncateFirst}
 		return func() error { _, err := c.HitAt(demoNow()); return err }, nil
-	case "flock", "flock-blocking", "flock-distinct":
-		wait, key := time.Minute, StressKey
-		if mode == "flock-blocking" {
-			wait = fixedfilestore.WaitForever
-		}
-		if mode == "flock-distinct" {
-			key = fmt.Sprintf("%s/pid-%d", StressKey, os.Getpid())
-		}
-		s, err := fixedfilestore.New(path, fixedfilestore.Options{LockWait: wait})
-		if err != nil {
-			return nil, err
-		}
-		return func() error {
-			h, err := s.TakeAt(context.Background(), CountRule(), key, demoNow())
-			if err == nil && h.NotCounted != nil {
-				err = h.NotCounted
-			}
-			return err
-		}, nil
 	}
 	return nil, fmt.Errorf("unknown stress mode %q", mode)
 }

@@ -2,8 +2,7 @@
 // its lock and how a file lock still goes wrong.
 //
 // Each demonstration is a choreography: the parent starts children (this
-// binary re-executed, dispatched on RATELAB_RACE_CHILD by
-// [RunChildIfRequested]) and lets each one take its next step only when the
+// binary re-executed as one of this package's [Roles]) and lets each one take its next step only when the
 // step before has been reported on the child's stdout. No sleeping, no
 // hoping: the interleaving that loses an update happens on every run.
 //

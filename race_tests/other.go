@@ -5,10 +5,12 @@ package racetests
 import (
 	"errors"
 	"io"
+
+	"github.com/ratelab/ratelab/internal/childproc"
 )
 
-// RunChildIfRequested does nothing where flock(2) is not available.
-func RunChildIfRequested() {}
+// Roles is empty where flock(2) is not available.
+func Roles() childproc.Roles { return nil }
 
 // Report is empty where flock(2) is not available.
 type Report struct{}

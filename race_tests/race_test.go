@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ratelab/ratelab/internal/childproc"
+	"github.com/ratelab/ratelab/internal/stress"
 	racetests "github.com/ratelab/ratelab/race_tests"
 )
 
@@ -21,9 +23,9 @@ var (
 )
 
 // Every child process is this test binary, re-executed: the role is
-// dispatched here, before m.Run, on RATELAB_RACE_CHILD.
+// run here, before m.Run, by childproc.RunIfChild with this package's roles.
 func TestMain(m *testing.M) {
-	racetests.RunChildIfRequested()
+	childproc.RunIfChild(racetests.Roles(), stress.Roles())
 	os.Exit(m.Run())
 }
 

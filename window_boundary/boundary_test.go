@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/internal/childproc"
 	"github.com/ratelab/ratelab/internal/redistest"
 	windowboundary "github.com/ratelab/ratelab/window_boundary"
 )
@@ -19,7 +20,7 @@ import (
 // Children are this test binary re-executed, each making one hit at the
 // instant it is handed.
 func TestMain(m *testing.M) {
-	windowboundary.RunChildIfRequested()
+	childproc.RunIfChild(windowboundary.Roles())
 	os.Exit(m.Run())
 }
 

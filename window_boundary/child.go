@@ -16,30 +16,16 @@ import (
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
-// EnvRole makes a re-executed binary a one-hit child of this package.
-const EnvRole = "RATELAB_WB_CHILD"
+// roleHit is this package's one child role: one hit at a given instant.
+const roleHit = "boundary/hit"
 
-// RunChildIfRequested runs a child's one hit and exits; in a parent it
-// returns at once. Call it first in TestMain and in main.
-func RunChildIfRequested() {
-	role, ok := os.LookupEnv(EnvRole)
-	if !ok {
-		return
-	}
-	if err := hitChild(role); err != nil {
-		fmt.Fprintf(os.Stderr, "window_boundary child (pid %d): %v\n", os.Getpid(), err)
-		os.Exit(2)
-	}
-	os.Exit(0)
-}
+// Roles are this package's child roles, for childproc.RunIfChild.
+func Roles() childproc.Roles { return childproc.Roles{roleHit: hitChild} }
 
 // hitChild makes one hit with a shared store (the file store, or Redis
 // when RATELAB_WB_REDIS is set) and a Limiter, at the instant its parent
 // handed it: the clock is injected, never slept towards.
-func hitChild(role string) error {
-	if role != "hit" {
-		return fmt.Errorf("unknown role %q", role)
-	}
+func hitChild() error {
 	at, err := time.Parse(time.RFC3339Nano, os.Getenv("RATELAB_WB_AT"))
 	if err != nil {
 		return fmt.Errorf("RATELAB_WB_AT: %w", err)
@@ -145,14 +131,12 @@ func CrossProcessBurst(target Target, r ratelab.Rule, t0 time.Time) (Burst, erro
 }
 
 func oneHit(target Target, rule string, at time.Time) (bool, error) {
-	p, err := childproc.Start("hit at "+at.Format(time.RFC3339),
-		EnvRole+"=hit",
+	p, err := childproc.Start("hit at "+at.Format(time.RFC3339), roleHit,
 		"RATELAB_WB_AT="+at.Format(time.RFC3339Nano),
 		"RATELAB_WB_RULE="+rule,
 		"RATELAB_WB_DIR="+target.Dir,
 		"RATELAB_WB_REDIS="+target.RedisURL,
-		"RATELAB_WB_PREFIX=wb:"+target.Dir+":",
-		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+		"RATELAB_WB_PREFIX=wb:"+target.Dir+":")
 	if err != nil {
 		return false, err
 	}

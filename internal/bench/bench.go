@@ -24,7 +24,7 @@ import (
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/internal/floor"
 	"github.com/ratelab/ratelab/internal/redistest"
-	racetests "github.com/ratelab/ratelab/race_tests"
+	"github.com/ratelab/ratelab/internal/stress"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
@@ -107,7 +107,7 @@ func Run(o Options) (Result, error) {
 		var bounded, blocking, distinct, ratio, ratioOneP []float64
 		for range max(o.Repeats, 1) {
 			var run [5]float64
-			for i, mode := range []string{"flock", racetests.StressFlockBlocking, racetests.StressFlockDistinct, "flock", racetests.StressFlockBlocking} {
+			for i, mode := range []stress.FlockMode{stress.Bounded, stress.Blocking, stress.Distinct, stress.Bounded, stress.Blocking} {
 				var env []string
 				if i >= 3 {
 					env = []string{"GOMAXPROCS=1"}
@@ -129,13 +129,13 @@ func Run(o Options) (Result, error) {
 }
 
 // throughput runs one stress run and checks that it lost nothing.
-func throughput(o Options, mode string, procs int, env ...string) (float64, error) {
+func throughput(o Options, mode stress.FlockMode, procs int, env ...string) (float64, error) {
 	dir, err := os.MkdirTemp(o.Dir, "tp-")
 	if err != nil {
 		return 0, err
 	}
 	defer os.RemoveAll(dir)
-	s, err := racetests.Stress(dir, mode, procs, o.HitsEach, env...)
+	s, err := stress.Flock(dir, mode, procs, o.HitsEach, env...)
 	if err != nil {
 		return 0, err
 	}

@@ -33,21 +33,22 @@ type Proc struct {
 	stash  *string // a line read by Quiet, not yet returned by Expect
 }
 
-// Start re-executes the current binary (os.Executable) with env appended
-// to the parent's environment. name labels the child in errors.
-func Start(name string, env ...string) (*Proc, error) {
+// Start re-executes the current binary (os.Executable) as a child of role,
+// with env appended to the parent's environment (and Env(role)). name
+// labels the child in errors.
+func Start(name, role string, env ...string) (*Proc, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	return StartExe(name, exe, nil, env...)
+	return StartExe(name, exe, role, nil, env...)
 }
 
 // StartExe is Start for another binary, whose stderr is also copied to
 // stderrTee if it is not nil.
-func StartExe(name, exe string, stderrTee io.Writer, env ...string) (*Proc, error) {
+func StartExe(name, exe, role string, stderrTee io.Writer, env ...string) (*Proc, error) {
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), Env(role)...), env...)
 	p := &Proc{Cmd: cmd, name: name, lines: make(chan string, 64), stderr: &syncbuf.Buffer{Tee: stderrTee, Limit: 64 << 10}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	var err error

@@ -13,7 +13,7 @@
 // failure — including a demo that observed something other than it claims.
 //
 // The binary is also every child process the demos and serve start:
-// harness.RunChildIfRequested runs first in main.
+// childproc.RunIfChild runs first in main, with every package's roles.
 package main
 
 import (
@@ -26,6 +26,8 @@ import (
 	"strings"
 
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/internal/childproc"
+	"github.com/ratelab/ratelab/internal/stress"
 	racetests "github.com/ratelab/ratelab/race_tests"
 	windowboundary "github.com/ratelab/ratelab/window_boundary"
 )
@@ -38,9 +40,7 @@ const (
 )
 
 func main() {
-	harness.RunChildIfRequested()
-	racetests.RunChildIfRequested()
-	windowboundary.RunChildIfRequested()
+	childproc.RunIfChild(harness.Roles(), racetests.Roles(), windowboundary.Roles(), stress.Roles())
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

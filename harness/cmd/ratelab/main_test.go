@@ -18,6 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/internal/childproc"
+	"github.com/ratelab/ratelab/internal/stress"
 	"github.com/ratelab/ratelab/internal/syncbuf"
 	racetests "github.com/ratelab/ratelab/race_tests"
 	windowboundary "github.com/ratelab/ratelab/window_boundary"
@@ -29,9 +31,7 @@ import (
 const envRunCLI = "RATELAB_TEST_RUN_CLI"
 
 func TestMain(m *testing.M) {
-	harness.RunChildIfRequested()
-	racetests.RunChildIfRequested()
-	windowboundary.RunChildIfRequested()
+	childproc.RunIfChild(harness.Roles(), racetests.Roles(), windowboundary.Roles(), stress.Roles())
 	if os.Getenv(envRunCLI) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}

@@ -1,0 +1,90 @@
+//go:build linux || darwin
+
+// Package stress releases many processes at once: each is this binary
+// re-executed in a role, holds at a barrier until all are ready, counts its
+// hits after one go-ahead, and reports a result line. The race
+// demonstrations, the torture suite and the benchmark all run their
+// processes through it; its own role hits the file store (Flock), for the
+// benchmark and the race demonstration alike.
+package stress
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ratelab/ratelab/internal/childproc"
+)
+
+// Group is a set of children started in one role, held at the barrier.
+type Group struct {
+	procs []*childproc.Proc
+	start time.Time
+}
+
+// Start starts n children of role with env, and waits until each one has
+// printed its ready line: then all of them hold at the barrier.
+func Start(role string, n int, env ...string) (*Group, error) {
+	g := &Group{}
+	for i := range n {
+		p, err := childproc.Start(fmt.Sprintf("%s #%d", role, i+1), role, env...)
+		if err != nil {
+			g.Kill()
+			return nil, err
+		}
+		g.procs = append(g.procs, p)
+	}
+	for _, p := range g.procs {
+		if _, err := p.Expect("ready"); err != nil {
+			g.Kill()
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+// Go releases every child at once.
+func (g *Group) Go() error {
+	g.start = time.Now()
+	for _, p := range g.procs {
+		if err := p.Send("go"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Results waits for every child's result line and exit, and returns the
+// lines (without "result ") and the time since Go.
+func (g *Group) Results() ([]string, time.Duration, error) {
+	var lines []string
+	var errs []error
+	for _, p := range g.procs {
+		line, err := p.Expect("result ")
+		if err == nil {
+			err = p.Close()
+		}
+		errs = append(errs, err)
+		lines = append(lines, line)
+	}
+	return lines, time.Since(g.start), errors.Join(errs...)
+}
+
+// Kill ends every child still running.
+func (g *Group) Kill() {
+	for _, p := range g.procs {
+		p.Kill()
+	}
+}
+
+// Quiet reports whether no child printed a line within d (each waited on
+// in turn): a choreography's check that the children are still held, for
+// example by a lock.
+func (g *Group) Quiet(d time.Duration) bool {
+	for _, p := range g.procs {
+		if !p.Quiet(d) {
+			return false
+		}
+	}
+	return true
+}
