@@ -67,8 +67,10 @@
 //
 // The store needs flock(2) semantics — advisory, whole-file, owned by the
 // open file description and released by the kernel when the holder dies —
-// and builds them on Linux and macOS. Elsewhere [New] returns an error
-// saying so. flock(2) works between processes of one machine: on NFS it is
+// and builds them on Linux, macOS and the BSDs (make cross vets FreeBSD
+// and OpenBSD; only Linux runs the tests here). Elsewhere [New] returns an
+// error saying so; illumos has no flock(2), and a port there would use
+// fcntl's open-file-description locks. flock(2) works between processes of one machine: on NFS it is
 // emulated with byte-range locks or not at all, and two machines behind a
 // load balancer each keep their own files.
 //

@@ -1,4 +1,4 @@
-//go:build !linux && !darwin
+//go:build !linux && !darwin && !freebsd && !netbsd && !openbsd && !dragonfly
 
 package fixedfilestore
 
@@ -13,7 +13,7 @@ import (
 
 func supported() error {
 	return errors.New("fixedfilestore: needs flock(2) semantics (advisory whole-file locks owned by the open file, " +
-		"released when the holder dies), available on Linux and macOS, not on " + runtime.GOOS)
+		"released when the holder dies), available on Linux, macOS and the BSDs, not on " + runtime.GOOS)
 }
 
 func (s *Store) update(context.Context, string, ratelab.Rule, time.Time) (ratelab.Decision, error) {

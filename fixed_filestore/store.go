@@ -75,7 +75,7 @@ type Store struct {
 // New returns a Store keeping state under base/rate-limits. The base
 // directory must exist; rate-limits is created 0700 if absent. New refuses a
 // base or state directory that is a symlink or not a directory, and, outside
-// Linux and macOS, any base at all.
+// Linux, macOS and the BSDs, any base at all.
 func New(base string, opts Options) (*Store, error) {
 	if err := supported(); err != nil {
 		return nil, err

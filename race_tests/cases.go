@@ -1,4 +1,4 @@
-//go:build linux || darwin
+//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
 
 package racetests
 
@@ -13,19 +13,14 @@ import (
 	"github.com/ratelab/ratelab/algorithm"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/internal/childproc"
+	"github.com/ratelab/ratelab/internal/claim"
 )
 
 // Result is one demonstration: what it claims, what it saw.
-type Result struct {
-	Case     string
-	Expected string
-	Observed string
-	Pass     bool
-	Asserted bool // false for figures that are reported, not claimed
-}
+type Result = claim.Claim
 
 func result(name, expected, observed string) Result {
-	return Result{Case: name, Expected: expected, Observed: observed, Pass: expected == observed, Asserted: true}
+	return Result{Case: name, Expected: expected, Observed: observed}
 }
 
 // child starts one of this package's children on path.
@@ -152,7 +147,7 @@ func LostUpdate(dir string, lock bool) (Result, error) {
 	}
 	got := fmt.Sprintf("2 hits → count %d (%d lost)", final, 2-final)
 	r := result(name, want, got)
-	r.Observed += fmt.Sprintf("; A read %s, B read %s", readA, readB)
+	r.Detail = fmt.Sprintf("A read %s, B read %s", readA, readB)
 	return r, nil
 }
 

@@ -1,4 +1,4 @@
-//go:build !linux && !darwin
+//go:build !linux && !darwin && !freebsd && !netbsd && !openbsd && !dragonfly
 
 package racetests
 
@@ -21,7 +21,7 @@ func (Report) Pass() bool { return false }
 // Print prints nothing.
 func (Report) Print(io.Writer, bool) {}
 
-// Demo needs flock(2) semantics (Linux or macOS).
+// Demo needs flock(2) semantics (Linux, macOS or a BSD).
 func Demo(string, int, int, io.Writer) (Report, error) {
-	return Report{}, errors.New("racetests: the demonstrations need flock(2) semantics (Linux or macOS)")
+	return Report{}, errors.New("racetests: the demonstrations need flock(2) semantics (Linux, macOS or a BSD)")
 }

@@ -1,10 +1,9 @@
-//go:build linux || darwin
+//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
 
 package racetests
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 
@@ -45,9 +44,4 @@ func Stress(dir, mode string, procs, hits int) (StressResult, error) {
 	}
 	res.Counted = n
 	return res, nil
-}
-
-// tempDir makes a fresh directory for one case under base.
-func tempDir(base, name string) (string, error) {
-	return os.MkdirTemp(base, name+"-")
 }

@@ -8,16 +8,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/internal/claim"
 )
 
 // Pitfall is one demonstrated mistake or its fix: what was claimed and
 // what Redis showed.
-type Pitfall struct {
-	Case, Expected, Observed string
-}
-
-// Pass reports whether the observation matches the claim.
-func (p Pitfall) Pass() bool { return p.Expected == p.Observed }
+type Pitfall = claim.Claim
 
 // !+pitfalls
 
@@ -45,7 +41,7 @@ func Pitfalls(ctx context.Context, rdb redis.Cmdable) ([]Pitfall, error) {
 	if err != nil {
 		return nil, err
 	}
-	out = append(out, Pitfall{"INCR, crash, then no EXPIRE", "no expiry: never resets", got})
+	out = append(out, Pitfall{Case: "INCR, crash, then no EXPIRE", Expected: "no expiry: never resets", Observed: got})
 
 	// 2. The store's script: the expiry is set with the count.
 	s, err := New(rdb, Options{})
@@ -59,7 +55,7 @@ func Pitfalls(ctx context.Context, rdb redis.Cmdable) ([]Pitfall, error) {
 	if got, err = ttl(s.Key(rule, "pitfall")); err != nil {
 		return nil, err
 	}
-	out = append(out, Pitfall{"count and expiry in one script", "expires", got})
+	out = append(out, Pitfall{Case: "count and expiry in one script", Expected: "expires", Observed: got})
 
 	// 3 and 4. A TTL lock released after its TTL ran out.
 	for _, safe := range []bool{false, true} {
@@ -90,9 +86,9 @@ func Pitfalls(ctx context.Context, rdb redis.Cmdable) ([]Pitfall, error) {
 			holders = "2 holders (B and C)"
 		}
 		if safe {
-			out = append(out, Pitfall{"release checks the token", "1 holder (B)", holders})
+			out = append(out, Pitfall{Case: "release checks the token", Expected: "1 holder (B)", Observed: holders})
 		} else {
-			out = append(out, Pitfall{"release by plain DEL", "2 holders (B and C)", holders})
+			out = append(out, Pitfall{Case: "release by plain DEL", Expected: "2 holders (B and C)", Observed: holders})
 		}
 	}
 	return out, nil

@@ -3,13 +3,10 @@ package windowboundary
 import (
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"time"
 )
-
-func mkdir(dir string) error { return os.MkdirAll(dir, 0o700) }
 
 // trailing returns the step function "accepted in the window-long span
 // ending at t" as its breakpoints over [from, to].

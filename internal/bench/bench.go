@@ -1,4 +1,4 @@
-//go:build linux || darwin
+//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
 
 // Package bench measures what the file store costs and writes the table of
 // docs/performance.md. Every comparison is a ratio of figures measured in

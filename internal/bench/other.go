@@ -1,4 +1,4 @@
-//go:build !linux && !darwin
+//go:build !linux && !darwin && !freebsd && !netbsd && !openbsd && !dragonfly
 
 // Package bench measures the file store; it needs flock(2) semantics.
 package bench
@@ -21,7 +21,7 @@ func Default(string) Options { return Options{} }
 type Result struct{}
 
 func Run(Options) (Result, error) {
-	return Result{}, errors.New("bench: needs flock(2) semantics (Linux or macOS)")
+	return Result{}, errors.New("bench: needs flock(2) semantics (Linux, macOS or a BSD)")
 }
 
 func (Result) Markdown(io.Writer) {}

@@ -1,4 +1,4 @@
-//go:build linux || darwin
+//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
 
 // Package floor holds the two reference points the file store's cost is
 // measured against: the bare system calls of a flock-serialised counter,

@@ -1,4 +1,4 @@
-//go:build !linux && !darwin
+//go:build !linux && !darwin && !freebsd && !netbsd && !openbsd && !dragonfly
 
 // Package stress needs flock(2) semantics; elsewhere it has no roles.
 package stress

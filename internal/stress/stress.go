@@ -1,4 +1,4 @@
-//go:build linux || darwin
+//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
 
 // Package stress releases many processes at once: each is this binary
 // re-executed in a role, holds at a barrier until all are ready, counts its

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"text/tabwriter"
 	"time"
 
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/bench"
+	"github.com/ratelab/ratelab/internal/claim"
 	"github.com/ratelab/ratelab/internal/redistest"
 	racetests "github.com/ratelab/ratelab/race_tests"
 	redisstore "github.com/ratelab/ratelab/redis_store"
@@ -40,7 +40,7 @@ func cmdRace(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	rep.Print(stdout, !*stable)
 	fmt.Fprintln(stdout)
-	return verdict(stdout, rep.Pass(), "every claim held; lock-free stress figures are shown, not claimed"), nil
+	return claim.Verdict(stdout, rep.Pass(), "every claim held; lock-free stress figures are shown, not claimed"), nil
 }
 
 func cmdBoundary(args []string, stdout, stderr io.Writer) (int, error) {
@@ -82,10 +82,7 @@ func cmdBoundary(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	rep.Print(stdout)
-	if !rep.Pass() {
-		return exitFailure, nil
-	}
-	return exitOK, nil
+	return claim.Verdict(stdout, rep.Pass(), windowboundary.Claim), nil
 }
 
 func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
@@ -177,19 +174,9 @@ func cmdRedis(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	fmt.Fprintln(stdout)
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "Redis pitfall\texpected\tobserved\tverdict")
-	pass := rep.Pass()
-	for _, p := range pitfalls {
-		v := "ok"
-		if !p.Pass() {
-			v, pass = "FAIL", false
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Case, p.Expected, p.Observed, v)
-	}
-	tw.Flush()
+	claim.Table(stdout, "Redis pitfall", pitfalls)
 	fmt.Fprintln(stdout)
-	return verdict(stdout, pass, "every row shows what the demo claims"), nil
+	return claim.Verdict(stdout, rep.Pass() && claim.All(pitfalls), "every row shows what the demo claims"), nil
 }
 
 // printHarnessReport prints a harness report; stable leaves out wall times.

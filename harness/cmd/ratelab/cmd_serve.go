@@ -14,6 +14,7 @@ import (
 	"github.com/ratelab/ratelab"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/internal/claim"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
@@ -51,7 +52,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	printHarnessReport(stdout, rep, *stable)
 	fmt.Fprintln(stdout)
-	return verdict(stdout, rep.Pass(), "every row shows what the demo claims"), nil
+	return claim.Verdict(stdout, rep.Pass(), "every row shows what the demo claims"), nil
 }
 
 func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {

@@ -282,16 +282,6 @@ func TestBenchQuick(t *testing.T) {
 	assert.Regexp(t, `(?m)^- .* — (met|\*\*not met\*\*)$`, out)
 }
 
-// A demonstration that saw something other than it claims exits non-zero.
-func TestVerdict(t *testing.T) {
-	var out bytes.Buffer
-	assert.Equal(t, 1, verdict(&out, false, "all good"))
-	assert.Contains(t, out.String(), "FAIL:")
-	out.Reset()
-	assert.Equal(t, 0, verdict(&out, true, "all good"))
-	assert.Equal(t, "PASS: all good\n", out.String())
-}
-
 // The usage is made from the command table: every command has its line
 // and its help, every command runs, and the package documentation names
 // every command in its list of families.
