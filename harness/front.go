@@ -53,7 +53,7 @@ func frontKey(token string) httplimit.KeyFunc {
 		if err != nil {
 			return "", errors.New("harness: the front passed no client address")
 		}
-		return KeyPrefix + addr.Unmap().String(), nil
+		return KeyPrefix + httplimit.Client{}.Bucket(addr.Unmap()), nil
 	}
 }
 

@@ -6,10 +6,8 @@
 package httplimit
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -23,28 +21,18 @@ type KeyFunc func(r *http.Request) (string, error)
 
 // !+key
 
-// RemoteAddrKey returns a KeyFunc that keys requests by the host part of the
-// connection's remote address (REMOTE_ADDR under CGI), after prefix: with
-// prefix "ip:" and the rule "demo-start" it gives the original's key.
+// RemoteAddrKey returns a KeyFunc that keys requests on the connection's
+// address (REMOTE_ADDR under CGI) after prefix — an IPv4 address whole, an
+// IPv6 address by its /56 network (see DefaultIPv6Prefix): with prefix
+// "ip:" and the rule "demo-start" it gives the original's key for IPv4.
+// It is Client{}.Key(prefix).
 //
 // It never reads X-Forwarded-For or similar headers: any client can send
 // them. Behind a reverse proxy or CDN every client then shares the proxy's
-// address and one bucket; key on a forwarded address only in a KeyFunc of
-// your own that trusts just your proxy's header. Behind CGNAT or an office
-// NAT many users share one address, so the limit is per address, not per
-// person.
-func RemoteAddrKey(prefix string) KeyFunc {
-	return func(r *http.Request) (string, error) {
-		addr := r.RemoteAddr
-		if host, _, err := net.SplitHostPort(addr); err == nil {
-			addr = host
-		}
-		if addr == "" {
-			return "", errors.New("httplimit: request has no remote address")
-		}
-		return prefix + addr, nil
-	}
-}
+// address and one bucket; name your proxies in Client.TrustedProxies to
+// key on the address they pass on. Behind CGNAT or an office NAT many
+// users share one address, so the limit is per address, not per person.
+func RemoteAddrKey(prefix string) KeyFunc { return Client{}.Key(prefix) }
 
 // !-key
 

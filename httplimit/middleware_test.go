@@ -94,7 +94,7 @@ func TestMiddlewareIgnoresForwardedFor(t *testing.T) {
 func TestRemoteAddrKey(t *testing.T) {
 	tests := []struct{ remote, want string }{
 		{"203.0.113.7:5555", "ip:203.0.113.7"},
-		{"[2001:db8::1]:443", "ip:2001:db8::1"},
+		{"[2001:db8::1]:443", "ip:2001:db8::/56"},
 		{"203.0.113.7", "ip:203.0.113.7"}, // no port, as some CGI hosts give it
 	}
 	key := httplimit.RemoteAddrKey("ip:")
@@ -108,7 +108,7 @@ func TestRemoteAddrKey(t *testing.T) {
 	req := httptest.NewRequest("GET", "/", nil)
 	req.RemoteAddr = ""
 	_, err := key(req)
-	assert.ErrorContains(t, err, "no remote address")
+	assert.ErrorContains(t, err, "no usable remote address")
 }
 
 func TestMiddlewareUnkeyableRequestIs500(t *testing.T) {
