@@ -171,14 +171,20 @@ func (a App) Handler(logger *slog.Logger) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	mw := &httplimit.Middleware{Limiter: l, Key: frontKey(a.FrontToken), Logger: logger}
+	metrics := new(httplimit.Metrics)
+	mw := &httplimit.Middleware{Limiter: l, Key: frontKey(a.FrontToken), Logger: logger, Metrics: metrics}
 	if !a.Now.IsZero() {
 		mw.Now = func() time.Time { return a.Now }
 	}
 	pid := strconv.Itoa(os.Getpid())
-	return mw.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux := http.NewServeMux()
+	// The process's own counters: under single, all of them; under a pool,
+	// the worker that answers; under CGI, one request's.
+	mux.Handle("GET /metrics", metrics)
+	mux.Handle("/", mw.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "demo started by process %s\n", pid)
-	})), nil
+	})))
+	return mux, nil
 }
 
 func formatNow(t time.Time) string {

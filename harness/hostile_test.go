@@ -108,3 +108,23 @@ func TestFrontCutsIdleAndSlowClients(t *testing.T) {
 		assert.Less(t, time.Since(start), 4*time.Second, "a 5 s trickle must be cut near the 600 ms read timeout")
 	})
 }
+
+// serve's single worker counts its decisions by policy and outcome and
+// serves them at /metrics in the Prometheus text format.
+func TestMetricsAtSlashMetrics(t *testing.T) {
+	a := app(t, "memory")
+	a.Limit = 2
+	h, err := harness.Start(harness.Config{Model: harness.Single, App: a, Stderr: new(strings.Builder)})
+	require.NoError(t, err)
+	defer h.Close()
+	c := clientFrom("127.0.0.2")
+	for range 3 {
+		post(t, c, h.URL)
+	}
+	resp, err := c.Get(strings.TrimSuffix(h.URL, "/demo") + "/metrics")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Contains(t, string(body), `ratelab_requests_total{policy="demo-start",outcome="allowed"} 2`)
+	assert.Contains(t, string(body), `ratelab_requests_total{policy="demo-start",outcome="throttled"} 1`)
+}

@@ -38,7 +38,9 @@ func RemoteAddrKey(prefix string) KeyFunc { return Client{}.Key(prefix) }
 
 // Middleware puts a Limiter in front of a handler.
 //
-// Every answer carries the IETF draft fields (draft-ietf-httpapi-ratelimit-headers),
+// Every answer carries the IETF draft fields, as
+// draft-ietf-httpapi-ratelimit-headers-08 to -10 write them
+// (https://www.ietf.org/archive/id/draft-ietf-httpapi-ratelimit-headers-10.txt):
 // one policy per rule of the limiter, and the binding rule's state:
 //
 //	RateLimit-Policy: "per-minute";q=10;w=60, "per-hour";q=100;w=3600
@@ -53,14 +55,28 @@ func RemoteAddrKey(prefix string) KeyFunc { return Client{}.Key(prefix) }
 // whose state is unreachable) the answer is 503 Service Unavailable and
 // next is not called. The request's context reaches the store: a client
 // that goes away ends the store's wait.
+//
+// An allowlisted request (Allow) is passed on without being counted and
+// without RateLimit fields: it is not under any policy. In DryRun, a
+// request that would be refused is passed on all the same, with its
+// RateLimit fields (r=0) but no Retry-After, and a log line.
 type Middleware struct {
 	Limiter *ratelab.Limiter
 	// Key names a request's bucket; nil means RemoteAddrKey("ip:").
 	Key KeyFunc
+	// Allow, if set, is asked first: a request it returns true for is
+	// passed to next uncounted.
+	Allow func(r *http.Request) bool
+	// DryRun decides and reports every request but refuses none: try a
+	// limit on real traffic before enforcing it.
+	DryRun bool
+	// Metrics, if set, counts every decision by policy and outcome.
+	Metrics *Metrics
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Logger receives a line for each request that could not be decided;
-	// nil means slog.Default().
+	// Logger receives a line for each request that could not be decided
+	// and, in DryRun, each that would have been refused; nil means
+	// slog.Default().
 	Logger *slog.Logger
 }
 
@@ -78,13 +94,20 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 	if logger == nil {
 		logger = slog.Default()
 	}
+	count := m.Metrics.add // a nil *Metrics counts nothing
 	var policies []string
 	for _, r := range m.Limiter.Rules() {
 		policies = append(policies, fmt.Sprintf("%q;q=%d;w=%d", r.Name, r.Limit, int64(r.Window/time.Second)))
 	}
 	policyField := strings.Join(policies, ", ")
+	first := m.Limiter.Rules()[0].Name
 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if m.Allow != nil && m.Allow(r) {
+			count(first, Allowlisted)
+			next.ServeHTTP(w, r)
+			return
+		}
 		k, err := key(r)
 		if err != nil {
 			logger.Error("httplimit: cannot key request", "err", err)
@@ -93,6 +116,7 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 		}
 		d, err := m.Limiter.AllowAt(r.Context(), k, now())
 		if err != nil {
+			count(first, Unavailable)
 			logger.Error("httplimit: rate limiter unavailable, refusing request", "err", err)
 			http.Error(w, "rate limiter unavailable, try again later", http.StatusServiceUnavailable)
 			return
@@ -105,7 +129,16 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 		}
 		t := strconv.FormatInt(ratelab.CeilSeconds(wait), 10)
 		h.Set("RateLimit", fmt.Sprintf("%q;r=%d;t=%s", d.Rule.Name, d.Remaining, t))
-		if !d.Allowed {
+		switch {
+		case d.NotCounted != nil:
+			count(d.Rule.Name, NotCounted)
+		case d.Allowed:
+			count(d.Rule.Name, Allowed)
+		case m.DryRun:
+			count(d.Rule.Name, DryRunRefused)
+			logger.Warn("httplimit: dry run: this request would have been refused", "policy", d.Rule.Name, "retry_after", t)
+		default:
+			count(d.Rule.Name, Throttled)
 			h.Set("Retry-After", t)
 			http.Error(w, "rate limit exceeded: retry after "+t+" seconds", http.StatusTooManyRequests)
 			return
