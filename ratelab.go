@@ -138,3 +138,11 @@ func ParseFailPolicy(s string) (FailPolicy, error) {
 	}
 	return 0, fmt.Errorf("ratelab: unknown fail policy %q: use open or closed", s)
 }
+
+// Resetter is a store that can forget the state of one key under one
+// rule: an operator unblocking a client. A hit that runs at the same time
+// lands in the state before the reset or in the fresh one after it, never
+// in neither. Every store in this repository is one.
+type Resetter interface {
+	Reset(ctx context.Context, r Rule, key string) error
+}

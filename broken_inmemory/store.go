@@ -73,3 +73,14 @@ func (s *Store) TakeAt(_ context.Context, r ratelab.Rule, key string, now time.T
 }
 
 // !-take
+
+// Reset forgets the state of key under r.
+func (s *Store) Reset(_ context.Context, r ratelab.Rule, key string) error {
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.states, r.StateKey(key)+algorithm.Suffix(r.Normalized().Algorithm))
+	return nil
+}

@@ -30,3 +30,6 @@ func openDir(string) (int, error) { return -1, supported() }
 
 // SweepAt needs flock(2) semantics.
 func (s *Store) SweepAt(time.Time) ([]SweepEntry, error) { return nil, supported() }
+
+// Reset needs flock(2) semantics.
+func (s *Store) Reset(context.Context, ratelab.Rule, string) error { return supported() }

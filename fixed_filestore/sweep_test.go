@@ -194,3 +194,31 @@ func TestSweepSkipsAFileBeingHit(t *testing.T) {
 	_, err = os.Stat(path)
 	assert.NoError(t, err)
 }
+
+// A reset that runs while a hit waits between opening the file and
+// locking it: the hit must notice the file is gone and count in the fresh
+// state, the one every later hit reads.
+func TestResetCannotLoseAConcurrentHit(t *testing.T) {
+	base := t.TempDir()
+	resetter, _ := newStoreAt(t, base, fixedfilestore.Options{})
+	hitter, _ := newStoreAt(t, base, fixedfilestore.Options{})
+	for range 5 {
+		hit(t, hitter, t0)
+	}
+	opened, proceed := make(chan struct{}), make(chan struct{})
+	first := true
+	fixedfilestore.SetOpenedHook(hitter, func() {
+		if first {
+			first = false
+			close(opened)
+			<-proceed
+		}
+	})
+	done := make(chan ratelab.Decision)
+	go func() { done <- hit(t, hitter, t0) }()
+	<-opened // the hitter holds a descriptor of the old state, unlocked
+	require.NoError(t, resetter.Reset(context.Background(), rule, storetest.Key))
+	close(proceed)
+	assert.Equal(t, int64(1), count(<-done), "the waiting hit is the first of the fresh state")
+	assert.Equal(t, int64(2), count(hit(t, hitter, t0)), "and the next hit sees it: nothing lost")
+}

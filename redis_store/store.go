@@ -200,3 +200,17 @@ func CheckServer(ctx context.Context, rdb redis.Cmdable) error {
 	}
 	return err
 }
+
+// Reset forgets the state of key under r: one DEL, atomic against any
+// script that runs before or after it.
+func (s *Store) Reset(ctx context.Context, r ratelab.Rule, key string) error {
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if err := s.rdb.Del(ctx, s.Key(r, key)).Err(); err != nil {
+		return fmt.Errorf("redisstore: reset: %w", err)
+	}
+	return nil
+}

@@ -72,6 +72,36 @@ func Run(t *testing.T, backing Backing, persistent bool) {
 	t.Run("rules on one key never share state", func(t *testing.T) { RulesApart(t, backing) })
 	t.Run("a rule sharing a name is a conflict", func(t *testing.T) { Conflict(t, backing, persistent) })
 	t.Run("bad rules and instants are errors", func(t *testing.T) { BadInput(t, backing) })
+	t.Run("reset forgets one key of one rule", func(t *testing.T) { Reset(t, backing) })
+}
+
+// Reset throttles a key under each algorithm, then resets it: the key
+// starts over with its full allowance, while another key of the same rule
+// and the same key under another rule keep their state.
+func Reset(t *testing.T, backing Backing) {
+	for _, r := range Rules() {
+		t.Run(string(r.Algorithm), func(t *testing.T) {
+			s := backing(t)()
+			rs, ok := s.(ratelab.Resetter)
+			require.True(t, ok, "%T is not a ratelab.Resetter", s)
+			other := ratelab.Rule{Name: "other", Limit: 3, Window: time.Minute}
+			at := T0.Add(30 * time.Second)
+			for range 10 {
+				Take(t, s, r, Key, at)
+			}
+			Take(t, s, r, "ip:198.51.100.9", at)
+			Take(t, s, other, Key, at)
+			require.False(t, Take(t, s, r, Key, at).Allowed)
+			require.NoError(t, rs.Reset(context.Background(), r, Key))
+			require.NoError(t, rs.Reset(context.Background(), r, "ip:192.0.2.1"), "a key with no state")
+			d := Take(t, s, r, Key, at)
+			assert.True(t, d.Allowed, "after the reset")
+			fresh := Take(t, backing(t)(), r, Key, at)
+			assert.Equal(t, fresh.Remaining, d.Remaining, "a reset key starts as a fresh one")
+			assert.Less(t, Take(t, s, r, "ip:198.51.100.9", at).Remaining, fresh.Remaining, "another key keeps its state")
+			assert.Equal(t, int64(1), Take(t, s, other, Key, at).Remaining, "another rule keeps its state")
+		})
+	}
 }
 
 // LateHit throttles a key at T under each algorithm, then hits at T − 1s

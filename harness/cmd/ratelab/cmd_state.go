@@ -25,33 +25,78 @@ type hitResult struct {
 	NotCounted string `json:"not_counted,omitempty"`
 }
 
+// ruleFlags are the flags that name a key under a rule, shared by hit and
+// reset.
+type ruleFlags struct {
+	key, name, fail, algo *string
+	burst                 *int
+}
+
+func (f *flags) ruleFlags(keyHelp string) ruleFlags {
+	rf := ruleFlags{
+		key:   f.String("key", "", keyHelp),
+		name:  f.String("rule", "demo-start", "the rule's name: its state is kept apart from every other rule's"),
+		fail:  f.String("fail", "open", "what to do when the state cannot be reached: open or closed"),
+		algo:  f.String("algorithm", "fixed", "fixed (the original's fixed window), sliding (sliding-window counter), log (sliding log) or gcra"),
+		burst: f.Int("burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)"),
+	}
+	f.limitFlag().windowFlag().dirFlag().atFlag()
+	return rf
+}
+
+// parseRule parses args and returns the rule and the fail policy.
+func (f *flags) parseRule(rf ruleFlags, args []string) (ratelab.Rule, ratelab.FailPolicy, error) {
+	if err := f.parse(args); err != nil {
+		return ratelab.Rule{}, 0, err
+	}
+	if *rf.key == "" {
+		return ratelab.Rule{}, 0, usagef("-key is required")
+	}
+	policy, err := ratelab.ParseFailPolicy(*rf.fail)
+	if err != nil {
+		return ratelab.Rule{}, 0, usagef("-fail %q: use open or closed", *rf.fail)
+	}
+	alg, err := ratelab.ParseAlgorithm(*rf.algo)
+	if err != nil {
+		return ratelab.Rule{}, 0, usagef("-algorithm %q: use fixed, sliding, log or gcra", *rf.algo)
+	}
+	rule := ratelab.Rule{Name: *rf.name, Limit: int64(f.limit), Window: f.window, Algorithm: alg, Burst: int64(*rf.burst)}
+	if err := rule.Validate(); err != nil {
+		return ratelab.Rule{}, 0, usagef("%v", strings.TrimPrefix(err.Error(), "ratelab: "))
+	}
+	return rule, policy, nil
+}
+
+// cmdReset forgets one key of one rule: an operator unblocking a client.
+func cmdReset(args []string, stdout, stderr io.Writer) (int, error) {
+	f := newFlags("reset", stdout)
+	f.logger = cliLogger(stderr)
+	rf := f.ruleFlags("the key to forget, e.g. ip:203.0.113.7 (required)")
+	rule, policy, err := f.parseRule(rf, args)
+	if err != nil {
+		return 0, err
+	}
+	store, err := f.openStore(policy)
+	if err != nil {
+		return 0, err
+	}
+	defer store.Close()
+	if err := store.Reset(context.Background(), rule, *rf.key); err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(stdout, "reset %s %q under rule %q (%s)\n", store.Path(rule, *rf.key), *rf.key, rule.Name, rule.Normalized().Algorithm)
+	return exitOK, nil
+}
+
 func cmdHit(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("hit", stdout)
 	f.logger = cliLogger(stderr)
-	key := f.String("key", "", "the key to count, e.g. ip:203.0.113.7 (required)")
-	name := f.String("rule", "demo-start", "the rule's name: its state is kept apart from every other rule's")
-	fail := f.String("fail", "open", "what to do when the state cannot be reached: open or closed")
-	algo := f.String("algorithm", "fixed", "fixed (the original's fixed window), sliding (sliding-window counter), log (sliding log) or gcra")
-	burst := f.Int("burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)")
-	f.limitFlag().windowFlag().dirFlag().atFlag()
-	if err := f.parse(args); err != nil {
+	rf := f.ruleFlags("the key to count, e.g. ip:203.0.113.7 (required)")
+	rule, policy, err := f.parseRule(rf, args)
+	if err != nil {
 		return 0, err
 	}
-	if *key == "" {
-		return 0, usagef("-key is required")
-	}
-	policy, err := ratelab.ParseFailPolicy(*fail)
-	if err != nil {
-		return 0, usagef("-fail %q: use open or closed", *fail)
-	}
-	alg, err := ratelab.ParseAlgorithm(*algo)
-	if err != nil {
-		return 0, usagef("-algorithm %q: use fixed, sliding, log or gcra", *algo)
-	}
-	rule := ratelab.Rule{Name: *name, Limit: int64(f.limit), Window: f.window, Algorithm: alg, Burst: int64(*burst)}
-	if err := rule.Validate(); err != nil {
-		return 0, usagef("%v", strings.TrimPrefix(err.Error(), "ratelab: "))
-	}
+	key := rf.key
 	now, err := f.now()
 	if err != nil {
 		return 0, err

@@ -4,7 +4,8 @@
 //
 //   - demo, serve, cgi (cmd_serve.go): the endpoint under the execution
 //     models, served by hand, and as a CGI program for a real web server;
-//   - hit, inspect, sweep (cmd_state.go): the file store's state by hand;
+//   - hit, reset, inspect, sweep (cmd_state.go): the file store's state by
+//     hand;
 //   - race, boundary, redis, bench (cmd_lessons.go): the lessons and the
 //     measurements.
 //
@@ -62,6 +63,8 @@ func commands() []command {
 			"the endpoint as a CGI program, for a web server's cgi-bin", cmdCGI},
 		{"hit", "-dir DIR -key KEY [-rule demo-start] [-limit 30] [-window 1h] [-at RFC3339] [-fail open|closed] [-algorithm fixed|sliding|log|gcra] [-burst N]",
 			"take one hit in the file store and print the decision", cmdHit},
+		{"reset", "-dir DIR -key KEY [-rule demo-start] [-algorithm fixed|sliding|log|gcra] [-fail open|closed]",
+			"forget one key of one rule: unblock a client", cmdReset},
 		{"inspect", "-dir DIR [-at RFC3339]", "show every state file, changing nothing", cmdInspect},
 		{"sweep", "-dir DIR [-at RFC3339]", "remove the state files whose state is over", cmdSweep},
 		{"race", "[-procs 8] [-hits 500] [-stable]", "lost updates, torn reads and lock-file pitfalls, across processes", cmdRace},

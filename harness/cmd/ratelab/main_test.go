@@ -306,3 +306,24 @@ func TestUsageComesFromTheCommandTable(t *testing.T) {
 		assert.Contains(t, errOut, c.name, "the unknown-command line lists %s", c.name)
 	}
 }
+
+// ratelab reset unblocks one key of one rule, and nothing else.
+func TestResetUnblocksOneKey(t *testing.T) {
+	dir := t.TempDir()
+	hit := func(key string) int {
+		code, _, errOut := cli("hit", "-dir", dir, "-key", key, "-limit", "1", "-at", "2026-07-09T00:00:00Z")
+		require.Contains(t, []int{0, 3}, code, errOut)
+		return code
+	}
+	hit("a")
+	hit("b")
+	require.Equal(t, 3, hit("a"))
+	code, out, errOut := cli("reset", "-dir", dir, "-key", "a", "-limit", "1")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, `reset `)
+	assert.Contains(t, out, `"a" under rule "demo-start" (fixed)`)
+	assert.Equal(t, 0, hit("a"), "a is unblocked")
+	assert.Equal(t, 3, hit("b"), "b is not")
+	code, _, _ = cli("reset", "-dir", dir)
+	assert.Equal(t, 2, code, "-key is required")
+}
