@@ -107,6 +107,52 @@ type Rule struct {
 	// Burst is how many hits GCRA allows at once, 0 to Limit; 0 means 1.
 	// Other algorithms ignore it.
 	Burst int64
+	// Refusals says whether a refused hit counts against the rule; the
+	// zero value is the algorithm's own choice (see Refusals).
+	Refusals Refusals
+}
+
+// ParseRefusals parses "default", "count" or "ignore".
+func ParseRefusals(s string) (Refusals, error) {
+	for _, x := range []Refusals{DefaultRefusals, CountRefusals, IgnoreRefusals} {
+		if x.String() == s {
+			return x, nil
+		}
+	}
+	return 0, fmt.Errorf("ratelab: unknown refusals %q: use default, count or ignore", s)
+}
+
+// Refusals says whether a hit the rule refuses still counts against it.
+// Counted refusals make hammering self-defeating — a client that keeps
+// sending stays refused, since its refused hits keep filling the window —
+// at the price of locking out a client that retries too eagerly. Ignored
+// refusals let a client through at the limit whatever it sends, and keep a
+// sliding log at no more than limit instants.
+type Refusals int
+
+const (
+	// DefaultRefusals is the algorithm's own: counted by the fixed window
+	// (as the original counts every hit) and the sliding counter, ignored
+	// by the sliding log and GCRA.
+	DefaultRefusals Refusals = iota
+	// CountRefusals counts every hit, refused or not. The sliding log
+	// then keeps the latest limit instants, refused ones included; GCRA
+	// moves its arrival time on by one interval per refused hit, at most
+	// one window past a full burst.
+	CountRefusals
+	// IgnoreRefusals counts only allowed hits.
+	IgnoreRefusals
+)
+
+// String returns "default", "count" or "ignore".
+func (x Refusals) String() string {
+	switch x {
+	case CountRefusals:
+		return "count"
+	case IgnoreRefusals:
+		return "ignore"
+	}
+	return "default"
 }
 
 // String describes the rule, as in `"demo-start" 30 per 1h0m0s (fixed)`.
@@ -128,13 +174,20 @@ func (r Rule) algorithm() Algorithm {
 func (r Rule) burst() int64 { return max(r.Burst, 1) }
 
 // Normalized returns r with its defaults filled in: the algorithm
-// FixedWindow when empty, and for GCRA a burst of at least 1.
+// FixedWindow when empty, for GCRA a burst of at least 1, and the
+// algorithm's own Refusals.
 func (r Rule) Normalized() Rule {
 	r.Algorithm = r.algorithm()
 	if r.Algorithm == GCRA {
 		r.Burst = r.burst()
 	} else {
 		r.Burst = 0
+	}
+	if r.Refusals == DefaultRefusals {
+		r.Refusals = CountRefusals
+		if r.Algorithm == SlidingLog || r.Algorithm == GCRA {
+			r.Refusals = IgnoreRefusals
+		}
 	}
 	return r
 }
@@ -156,6 +209,9 @@ func (r Rule) Validate() error {
 	}
 	if r.Limit < 1 || r.Limit > maxLimit {
 		return fmt.Errorf("ratelab: rule %q: limit %d must be from 1 to %d", r.Name, r.Limit, maxLimit)
+	}
+	if r.Refusals < DefaultRefusals || r.Refusals > IgnoreRefusals {
+		return fmt.Errorf("ratelab: rule %q: unknown refusals %d", r.Name, r.Refusals)
 	}
 	if r.Burst < 0 || r.Burst > r.Limit {
 		return fmt.Errorf("ratelab: rule %q: burst %d must be from 0 to the limit, %d", r.Name, r.Burst, r.Limit)

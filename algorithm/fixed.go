@@ -26,9 +26,10 @@ const maxFixedCount = 1 << 40
 // Take counts one hit of r at now. The rule is the original's: a state
 // that is absent or whose reset_at is not after now starts a new window —
 // count 1, reset_at now + window — and any other state counts the hit in
-// its window without moving reset_at. Every hit counts, refused or not, and
-// a hit is allowed while the count is at most the limit: with a limit of
-// 30 the 31st is the first refused, told to retry when the window ends.
+// its window without moving reset_at. Every hit counts, refused or not (as
+// in the original; IgnoreRefusals counts only allowed ones), and a hit is
+// allowed while the count is at most the limit: with a limit of 30 the
+// 31st is the first refused, told to retry when the window ends.
 //
 // A hit stamped before the window began simply counts in it: reset_at lies
 // ahead, so the window is live. But a window cannot end more than one
@@ -43,6 +44,9 @@ func (s Fixed) Take(r ratelab.Rule, now time.Time) (Fixed, ratelab.Decision, err
 	}
 	if s.ResetAt <= t {
 		s = Fixed{ResetAt: t + w}
+	}
+	if r.Refusals == ratelab.IgnoreRefusals && s.Count >= r.Limit {
+		return s, decideFixed(r, s.Count+1, s.ResetAt, nowMs), nil // refused, not counted
 	}
 	s.Count = min(max(s.Count, 0), maxFixedCount-1) + 1
 	return s, decideFixed(r, s.Count, s.ResetAt, nowMs), nil

@@ -60,7 +60,7 @@ func FuzzTake(f *testing.F) {
 	f.Add([]byte{}, uint8(3), int64(ratelab.MaxLimit), int64(31622400), int64(ratelab.MaxLimit), int64(32503679999999))
 	f.Fuzz(func(t *testing.T, old []byte, alg uint8, limit, window, burst, nowMs int64) {
 		r := ratelab.Rule{Name: "f", Limit: limit, Window: time.Duration(window) * time.Second,
-			Algorithm: ratelab.Algorithms()[int(alg)%4], Burst: burst}
+			Algorithm: ratelab.Algorithms()[int(alg)%4], Burst: burst, Refusals: ratelab.Refusals(int(alg) / 4 % 3)}
 		now := time.UnixMilli(nowMs)
 		if window > int64(ratelab.MaxWindow/time.Second) || ratelab.CheckHit(r, now) != nil {
 			return

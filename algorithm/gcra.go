@@ -23,7 +23,8 @@ type GCRAState struct {
 // window/limit rounded up to a millisecond, and up to burst may come
 // early: the hit is allowed unless it comes before tat + interval −
 // burst × interval, where tat is the later of the state's and now. An
-// allowed hit moves tat one interval on; a refused one changes nothing.
+// allowed hit moves tat one interval on; a refused one changes nothing
+// (CountRefusals moves it on too, at most one window past a full burst).
 // changed reports whether the state must be written back.
 //
 // A hit stamped early only ever finds tat further ahead of it, so it is
@@ -38,6 +39,14 @@ func (s GCRAState) Take(r ratelab.Rule, now time.Time) (next GCRAState, d ratela
 	newTAT := tat + interval
 	allowAt := newTAT - r.Burst*interval
 	if nowMs < allowAt {
+		if r.Refusals == ratelab.CountRefusals {
+			// The refused hit moves the arrival time on as an allowed one
+			// would, at most one window past a full burst.
+			tat = min(newTAT, nowMs+r.Burst*interval+w*1000)
+			d.RetryAfter = since(tat+interval-r.Burst*interval, nowMs)
+			d.ResetAfter = since(tat, nowMs)
+			return GCRAState{Window: w, TAT: tat}, d, true, nil
+		}
 		d.RetryAfter = since(allowAt, nowMs)
 		d.ResetAfter = since(tat, nowMs)
 		return s, d, false, nil

@@ -24,9 +24,10 @@ type Log struct {
 // Take decides one hit of r at now. It forgets the instants older than the
 // window-long span ending now, both ends included, and allows the hit
 // while fewer than limit remain, recording its instant; a refused hit is
-// not recorded. So no window-long span ever holds more than limit allowed
-// hits, and the state never holds more than limit instants. changed
-// reports whether the state must be written back.
+// not recorded (CountRefusals records it in place of the oldest). So no
+// window-long span ever holds more than limit allowed hits, and the state
+// never holds more than limit instants. changed reports whether the state
+// must be written back.
 //
 // A hit stamped before the state's latest instant is taken at that
 // instant: it can never bring an instant back into the span.
@@ -49,6 +50,15 @@ func (s Log) Take(r ratelab.Rule, now time.Time) (next Log, d ratelab.Decision, 
 		ts = ts[over:]
 	}
 	if int64(len(ts)) >= r.Limit {
+		if r.Refusals == ratelab.CountRefusals {
+			// The refused hit is recorded too, in place of the oldest: the
+			// log holds the latest limit instants, so hammering keeps the
+			// span full.
+			ts = append(ts[int64(len(ts))-r.Limit+1:], at)
+			d.RetryAfter = since(ts[0]+w*1000+1, nowMs)
+			d.ResetAfter = since(at+w*1000+1, nowMs)
+			return Log{Window: w, TS: ts}, d, true, nil
+		}
 		// One more fits once the oldest of the last limit instants leaves.
 		d.RetryAfter = since(ts[int64(len(ts))-r.Limit]+w*1000+1, nowMs)
 		d.ResetAfter = since(ts[len(ts)-1]+w*1000+1, nowMs)

@@ -36,7 +36,8 @@ type Sliding struct {
 //
 // where elapsed is the time since the current window started, and allowed
 // while that is at most the limit. Every hit counts, refused or not, so a
-// client that keeps hammering keeps its weight in the next window high.
+// client that keeps hammering keeps its weight in the next window high
+// (IgnoreRefusals counts only allowed ones).
 //
 // A hit stamped in a window before the state's counts in the state's
 // current window, at its start: time never runs backwards.
@@ -54,18 +55,22 @@ func (s Sliding) Take(r ratelab.Rule, now time.Time) (Sliding, ratelab.Decision,
 		s = Sliding{WindowStart: cur}
 	}
 	s.Window = w
-	s.Count = min(max(s.Count, 0), maxSlidingCount-1) + 1
 	s.PrevCount = min(max(s.PrevCount, 0), maxSlidingCount)
-
+	count := min(max(s.Count, 0), maxSlidingCount-1) + 1
 	elapsed := min(max(t-cur, 0), w)
-	weighted := ceilDiv(s.PrevCount*(w-elapsed)+s.Count*w, w)
+	weighted := ceilDiv(s.PrevCount*(w-elapsed)+count*w, w)
+	if weighted <= r.Limit || r.Refusals != ratelab.IgnoreRefusals {
+		s.Count = count
+	} else {
+		s.Count = min(max(s.Count, 0), maxSlidingCount) // refused, not counted
+	}
 	d := ratelab.Decision{
 		Allowed:    weighted <= r.Limit,
 		Remaining:  max(0, r.Limit-weighted),
 		ResetAfter: since((cur+2*w)*1000, nowMs),
 	}
 	if !d.Allowed {
-		d.RetryAfter = since(s.retryAt(t, r.Limit)*1000, nowMs)
+		d.RetryAfter = since(Sliding{Window: w, WindowStart: cur, Count: count, PrevCount: s.PrevCount}.retryAt(t, r.Limit)*1000, nowMs)
 	}
 	return s, d, nil
 }

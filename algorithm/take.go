@@ -33,15 +33,21 @@ func Take(dst, old []byte, r ratelab.Rule, now time.Time) (Result, error) {
 	}
 	switch r.Algorithm {
 	case ratelab.FixedWindow:
-		st, derr := DecodeFixed(old)
+		prev, derr := DecodeFixed(old)
 		res.Replaced = derr
-		st, res.Decision, err = st.Take(r, now)
-		res.State = st.Append(dst)
+		var st Fixed
+		st, res.Decision, err = prev.Take(r, now)
+		if st != prev || derr != nil || len(old) == 0 {
+			res.State = st.Append(dst)
+		}
 	case ratelab.SlidingCounter:
-		st, derr := DecodeSliding(old)
+		prev, derr := DecodeSliding(old)
 		res.Replaced = derr
-		st, res.Decision, err = st.Take(r, now)
-		res.State = st.Append(dst)
+		var st Sliding
+		st, res.Decision, err = prev.Take(r, now)
+		if st != prev || derr != nil || len(old) == 0 {
+			res.State = st.Append(dst)
+		}
 	case ratelab.SlidingLog:
 		st, derr := DecodeLog(old)
 		res.Replaced = derr

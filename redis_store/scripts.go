@@ -8,7 +8,8 @@ import "github.com/redis/go-redis/v9"
 // state without an expiry. Each takes
 //
 //	KEYS[1] the state's key
-//	ARGV    now (Unix ms), window (s), limit, burst, MaxSkew (s)
+//	ARGV    now (Unix ms), window (s), limit, burst, MaxSkew (s), 1 if refused hits count
+
 //
 // and returns {0, allowed, remaining, retry_after_ms, reset_after_ms}, or
 // {1, detail} when the state belongs to another rule of the same name
@@ -19,6 +20,7 @@ import "github.com/redis/go-redis/v9"
 const prelude = `
 local tn, call = tonumber, redis.call
 local nowms, w, limit, burst, skew = tn(ARGV[1]), tn(ARGV[2]), tn(ARGV[3]), tn(ARGV[4]), tn(ARGV[5])
+local countRefused = ARGV[6] == '1'
 local t = (nowms - nowms % 1000) / 1000
 local function int(x) return string.format('%d', x) end
 `
@@ -29,14 +31,19 @@ local function int(x) return string.format('%d', x) end
 // it can be, because one hot key goes no faster than Redis runs it: the
 // client passes the instants ready-made (ARGV: now, the latest reset_at
 // that is still this rule's, a new window's reset_at and its expiry, all
-// in seconds) and decides from the {count, reset_at} it gets back. A hit
-// inside a live window is one HGET and one HINCRBY; only a new window
-// writes reset_at and the expiry. {-1, reset_at}: another rule's window.
+// in seconds, and the limit when refused hits are not to be counted, else
+// 0) and decides from the {count, reset_at} it gets back. A hit inside a
+// live window is one HGET and one HINCRBY; only a new window writes
+// reset_at and the expiry. {-1, reset_at}: another rule's window.
 var fixedWindow = redis.NewScript(`
 local call = redis.call
 local reset = tonumber(call('HGET', KEYS[1], 'reset_at'))
 if reset and reset > tonumber(ARGV[1]) then
   if reset > tonumber(ARGV[2]) then return {-1, reset} end
+  if ARGV[5] ~= '0' then -- refusals not counted: a hit at the limit changes nothing
+    local c = tonumber(call('HGET', KEYS[1], 'count')) or 0
+    if c >= tonumber(ARGV[5]) then return {c + 1, reset} end
+  end
   local count = call('HINCRBY', KEYS[1], 'count', 1)
   if count < 1 or count > 1099511627776 then -- a hostile count: saturate as Take does
     count = math.min(math.max(count, 1), 1099511627776)
@@ -61,12 +68,15 @@ local cur = math.max(t - (t % w), ws)
 if ws == cur then
 elseif ws == cur - w then p, c = c, 0
 else p, c = 0, 0 end
-c = math.min(math.max(c, 0), 268435455) + 1
 p = math.min(math.max(p, 0), 268435456)
-call('HSET', KEYS[1], 'window', int(w), 'window_start', int(cur), 'count', int(c), 'prev_count', int(p))
-call('EXPIRE', KEYS[1], int(math.max(cur + 2 * w - t, 0) + 1))
+local kept = math.min(math.max(c, 0), 268435456)
+c = math.min(math.max(c, 0), 268435455) + 1
 local elapsed = math.min(math.max(t - cur, 0), w)
 local weighted = math.floor((p * (w - elapsed) + c * w + w - 1) / w)
+local stored = c
+if weighted > limit and not countRefused then stored = kept end
+call('HSET', KEYS[1], 'window', int(w), 'window_start', int(cur), 'count', int(stored), 'prev_count', int(p))
+call('EXPIRE', KEYS[1], int(math.max(cur + 2 * w - t, 0) + 1))
 local after = math.max(0, (cur + 2 * w) * 1000 - nowms)
 if weighted <= limit then return {0, 1, limit - weighted, 0, after} end
 local at
@@ -97,10 +107,18 @@ local i = 1
 while i <= n and ts[i] < at - w * 1000 do i = i + 1 end
 local keep = n - i + 1
 if keep > limit then i, keep = i + keep - limit, limit end
-if keep >= limit then
-  return {0, 0, 0, math.max(0, ts[i] + w * 1000 + 1 - nowms), math.max(0, ts[n] + w * 1000 + 1 - nowms)}
-end
 local out = {}
+if keep >= limit then
+  if not countRefused then
+    return {0, 0, 0, math.max(0, ts[i] + w * 1000 + 1 - nowms), math.max(0, ts[n] + w * 1000 + 1 - nowms)}
+  end
+  -- the refused hit is recorded in place of the oldest
+  for j = i + keep - limit + 1, n do out[#out + 1] = int(ts[j]) end
+  out[#out + 1] = int(at)
+  call('SET', KEYS[1], '{"window":' .. int(w) .. ',"ts":[' .. table.concat(out, ',') .. ']}',
+    'PX', int(at + w * 1000 + 1 - nowms + skew * 1000))
+  return {0, 0, 0, math.max(0, tn(out[1]) + w * 1000 + 1 - nowms), math.max(0, at + w * 1000 + 1 - nowms)}
+end
 for j = i, n do out[#out + 1] = int(ts[j]) end
 out[#out + 1] = int(at)
 call('SET', KEYS[1], '{"window":' .. int(w) .. ',"ts":[' .. table.concat(out, ',') .. ']}',
@@ -116,7 +134,13 @@ if sw ~= 0 and sw ~= w then return {1, sw} end
 local interval = math.floor((w * 1000 + limit - 1) / limit)
 tat = math.max(tat, nowms)
 local allowat = tat + interval - burst * interval
-if nowms < allowat then return {0, 0, 0, allowat - nowms, math.max(0, tat - nowms)} end
+if nowms < allowat then
+  if not countRefused then return {0, 0, 0, allowat - nowms, math.max(0, tat - nowms)} end
+  tat = math.min(tat + interval, nowms + burst * interval + w * 1000)
+  call('HSET', KEYS[1], 'window', int(w), 'tat', int(tat))
+  call('PEXPIRE', KEYS[1], int(tat - nowms + skew * 1000))
+  return {0, 0, 0, math.max(0, tat + interval - burst * interval - nowms), math.max(0, tat - nowms)}
+end
 call('HSET', KEYS[1], 'window', int(w), 'tat', int(tat + interval))
 call('PEXPIRE', KEYS[1], int(tat + interval - nowms + skew * 1000))
 return {0, 1, math.floor((nowms - allowat) / interval), 0, tat + interval - nowms}

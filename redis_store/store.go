@@ -151,7 +151,11 @@ func (s *Store) take(ctx context.Context, rkey string, r ratelab.Rule, now time.
 	w, skew := int64(r.Window/time.Second), int64(ratelab.MaxSkew/time.Second)
 	if r.Algorithm == ratelab.FixedWindow {
 		t := now.Unix()
-		vals, err := fixedWindow.Run(ctx, s.rdb, []string{rkey}, t, t+w+skew, t+w, w+skew+1).Int64Slice()
+		var ignoreAt int64 // the count at which a hit is refused uncounted; 0: every hit counts
+		if r.Refusals == ratelab.IgnoreRefusals {
+			ignoreAt = r.Limit
+		}
+		vals, err := fixedWindow.Run(ctx, s.rdb, []string{rkey}, t, t+w+skew, t+w, w+skew+1, ignoreAt).Int64Slice()
 		switch {
 		case err != nil:
 			return ratelab.Decision{}, err
@@ -162,8 +166,12 @@ func (s *Store) take(ctx context.Context, rkey string, r ratelab.Rule, now time.
 		}
 		return algorithm.FixedDecision(r, vals[0], vals[1], now), nil
 	}
+	countRefused := 0
+	if r.Refusals == ratelab.CountRefusals {
+		countRefused = 1
+	}
 	vals, err := scripts[r.Algorithm].Run(ctx, s.rdb, []string{rkey},
-		now.UnixMilli(), w, r.Limit, r.Burst, skew).Int64Slice()
+		now.UnixMilli(), w, r.Limit, r.Burst, skew, countRefused).Int64Slice()
 	switch {
 	case err != nil:
 		return ratelab.Decision{}, err

@@ -73,6 +73,38 @@ func Run(t *testing.T, backing Backing, persistent bool) {
 	t.Run("a rule sharing a name is a conflict", func(t *testing.T) { Conflict(t, backing, persistent) })
 	t.Run("bad rules and instants are errors", func(t *testing.T) { BadInput(t, backing) })
 	t.Run("reset forgets one key of one rule", func(t *testing.T) { Reset(t, backing) })
+	t.Run("refused hits counted or not", func(t *testing.T) { Hammering(t, backing) })
+}
+
+// Hammering sends one hit every 10 s for two hours to a rule of 30 an hour
+// (GCRA with no burst), with refused hits counted and not, and returns how
+// many were allowed: with counted refusals hammering is self-defeating
+// under every algorithm but the fixed window, whose window ends on time
+// whatever it counted; with ignored ones the client gets its 30 an hour.
+func Hammering(t *testing.T, backing Backing) {
+	for _, a := range ratelab.Algorithms() {
+		t.Run(string(a), func(t *testing.T) {
+			var allowed [2]int
+			for i, refusals := range []ratelab.Refusals{ratelab.CountRefusals, ratelab.IgnoreRefusals} {
+				s := backing(t)()
+				r := ratelab.Rule{Name: "hammered", Limit: 30, Window: time.Hour, Algorithm: a, Refusals: refusals}
+				for at := time.Duration(0); at < 2*time.Hour; at += 10 * time.Second {
+					if Take(t, s, r, Key, T0.Add(at)).Allowed {
+						allowed[i]++
+					}
+				}
+			}
+			counted, ignored := allowed[0], allowed[1]
+			t.Logf("%s: %d allowed with refusals counted, %d with refusals ignored", a, counted, ignored)
+			assert.GreaterOrEqual(t, ignored, 59, "ignored refusals: about 30 an hour")
+			assert.LessOrEqual(t, ignored, 61, "ignored refusals: about 30 an hour")
+			if a == ratelab.FixedWindow {
+				assert.Equal(t, ignored, counted, "the fixed window ends on time whatever it counted")
+			} else {
+				assert.LessOrEqual(t, counted, 31, "counted refusals: hammering keeps the client out after its first 30")
+			}
+		})
+	}
 }
 
 // Reset throttles a key under each algorithm, then resets it: the key

@@ -94,13 +94,23 @@ func (h Hit) String() string {
 	return fmt.Sprintf("%s %s at +%v", h.Rule.Name, h.Key, h.At.Sub(T0))
 }
 
-// Script is a seeded sequence of hits under every algorithm: two keys, a
-// few windows, instants with milliseconds, bursts, quiet spells and hits
-// stamped up to 3 s late.
+// Script is a seeded sequence of hits under every algorithm, with refused
+// hits counted and not: two keys, a few windows, instants with
+// milliseconds, bursts, quiet spells and hits stamped up to 3 s late.
 func Script() []Hit {
 	rng := rand.New(rand.NewPCG(7, 11))
 	var hits []Hit
+	var rules []ratelab.Rule
 	for _, r := range Rules() {
+		flipped := r
+		flipped.Name += "-flipped"
+		flipped.Refusals = ratelab.CountRefusals
+		if r.Normalized().Refusals == ratelab.CountRefusals {
+			flipped.Refusals = ratelab.IgnoreRefusals
+		}
+		rules = append(rules, r, flipped)
+	}
+	for _, r := range rules {
 		at := T0.Add(123 * ms)
 		for range 150 {
 			switch p := rng.IntN(10); {

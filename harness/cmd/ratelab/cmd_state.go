@@ -28,17 +28,18 @@ type hitResult struct {
 // ruleFlags are the flags that name a key under a rule, shared by hit and
 // reset.
 type ruleFlags struct {
-	key, name, fail, algo *string
-	burst                 *int
+	key, name, fail, algo, refusals *string
+	burst                           *int
 }
 
 func (f *flags) ruleFlags(keyHelp string) ruleFlags {
 	rf := ruleFlags{
-		key:   f.String("key", "", keyHelp),
-		name:  f.String("rule", "demo-start", "the rule's name: its state is kept apart from every other rule's"),
-		fail:  f.String("fail", "open", "what to do when the state cannot be reached: open or closed"),
-		algo:  f.String("algorithm", "fixed", "fixed (the original's fixed window), sliding (sliding-window counter), log (sliding log) or gcra"),
-		burst: f.Int("burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)"),
+		key:      f.String("key", "", keyHelp),
+		name:     f.String("rule", "demo-start", "the rule's name: its state is kept apart from every other rule's"),
+		fail:     f.String("fail", "open", "what to do when the state cannot be reached: open or closed"),
+		algo:     f.String("algorithm", "fixed", "fixed (the original's fixed window), sliding (sliding-window counter), log (sliding log) or gcra"),
+		burst:    f.Int("burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)"),
+		refusals: f.String("refusals", "default", "whether refused hits count: default (the algorithm's), count or ignore"),
 	}
 	f.limitFlag().windowFlag().dirFlag().atFlag()
 	return rf
@@ -60,7 +61,11 @@ func (f *flags) parseRule(rf ruleFlags, args []string) (ratelab.Rule, ratelab.Fa
 	if err != nil {
 		return ratelab.Rule{}, 0, usagef("-algorithm %q: use fixed, sliding, log or gcra", *rf.algo)
 	}
-	rule := ratelab.Rule{Name: *rf.name, Limit: int64(f.limit), Window: f.window, Algorithm: alg, Burst: int64(*rf.burst)}
+	refusals, err := ratelab.ParseRefusals(*rf.refusals)
+	if err != nil {
+		return ratelab.Rule{}, 0, usagef("-refusals %q: use default, count or ignore", *rf.refusals)
+	}
+	rule := ratelab.Rule{Name: *rf.name, Limit: int64(f.limit), Window: f.window, Algorithm: alg, Burst: int64(*rf.burst), Refusals: refusals}
 	if err := rule.Validate(); err != nil {
 		return ratelab.Rule{}, 0, usagef("%v", strings.TrimPrefix(err.Error(), "ratelab: "))
 	}

@@ -61,7 +61,7 @@ func commands() []command {
 			"serve the endpoint to curl, until Ctrl-C", cmdServe},
 		{"cgi", "-store memory|file|redis [-dir DIR] [-redis URL] [-limit 30] [-window 1h] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed]",
 			"the endpoint as a CGI program, for a web server's cgi-bin", cmdCGI},
-		{"hit", "-dir DIR -key KEY [-rule demo-start] [-limit 30] [-window 1h] [-at RFC3339] [-fail open|closed] [-algorithm fixed|sliding|log|gcra] [-burst N]",
+		{"hit", "-dir DIR -key KEY [-rule demo-start] [-limit 30] [-window 1h] [-at RFC3339] [-fail open|closed] [-algorithm fixed|sliding|log|gcra] [-burst N] [-refusals default|count|ignore]",
 			"take one hit in the file store and print the decision", cmdHit},
 		{"reset", "-dir DIR -key KEY [-rule demo-start] [-algorithm fixed|sliding|log|gcra] [-fail open|closed]",
 			"forget one key of one rule: unblock a client", cmdReset},
