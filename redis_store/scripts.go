@@ -9,7 +9,7 @@ import "github.com/redis/go-redis/v9"
 //
 //	KEYS[1] the state's key
 //	ARGV    now (Unix ms), window (s), limit, burst, MaxSkew (s), 1 if refused hits count
-
+//
 // and returns {0, allowed, remaining, retry_after_ms, reset_after_ms}, or
 // {1, detail} when the state belongs to another rule of the same name
 // (detail: the window the state records, or for a fixed window how far
