@@ -23,23 +23,19 @@ const maxDecode = 64 + 16*1000
 // without sign or leading zeros, and a closing brace — what Append writes
 // — without reflection: every hit reads its state, so this is the hot
 // path. Anything else reports false and is left to decodeObject.
-func scanFlat(b []byte, prefixes ...string) ([]int64, bool) {
-	var out [4]int64
+func scanFlat(b []byte, prefixes ...string) (out [4]int64, ok bool) {
 	for i, p := range prefixes {
 		rest, ok := bytes.CutPrefix(b, []byte(p))
 		if !ok {
-			return nil, false
+			return out, false
 		}
 		n, m, ok := scanInt(rest)
 		if !ok {
-			return nil, false
+			return out, false
 		}
 		out[i], b = n, rest[m:]
 	}
-	if len(b) != 1 || b[0] != '}' {
-		return nil, false
-	}
-	return out[:len(prefixes)], true
+	return out, len(b) == 1 && b[0] == '}'
 }
 
 // scanInt reads a canonical non-negative integer of at most 18 digits at

@@ -3,6 +3,8 @@ package fixedfilestore
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -158,6 +160,17 @@ func FileName(r ratelab.Rule, key string) string {
 	return ratelab.KeyDigest(r.StateKey(key)) + algorithm.Suffix(r.Normalized().Algorithm)
 }
 
+// path is Path, built with one allocation: every hit names its file.
+func (s *Store) path(r ratelab.Rule, key string) string {
+	var kb [256]byte
+	sum := sha256.Sum256(append(append(append(kb[:0], r.Name...), ':'), key...))
+	var hb [64]byte
+	hex.Encode(hb[:], sum[:])
+	var pb [512]byte
+	p := append(append(append(append(pb[:0], s.dir...), filepath.Separator), hb[:]...), algorithm.Suffix(r.Normalized().Algorithm)...)
+	return string(p)
+}
+
 // !-path
 
 // Take takes one hit now; it is TakeAt(ctx, r, key, clock()).
@@ -181,7 +194,7 @@ func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time
 	if err := s.rules.Admit(r, now); err != nil {
 		return ratelab.Decision{}, err
 	}
-	path := s.Path(r, key)
+	path := s.path(r, key)
 	d, err := s.update(ctx, path, r, now)
 	switch {
 	case err == nil:

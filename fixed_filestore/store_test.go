@@ -455,3 +455,13 @@ func TestHungHolderBoundsBlockedWaiters(t *testing.T) {
 	assert.NoError(t, h.NotCounted)
 	assert.Equal(t, int64(1), count(h), "no abandoned waiter counted a hit")
 }
+
+// The path a hit builds in one allocation is Path's, for any rule and key.
+func TestFastPathIsPath(t *testing.T) {
+	s, _ := newStore(t, fixedfilestore.Options{})
+	for _, r := range storetest.Rules() {
+		for _, key := range []string{storetest.Key, "", strings.Repeat("k", 1000), "../x"} {
+			assert.Equal(t, s.Path(r, key), fixedfilestore.FastPath(s, r, key))
+		}
+	}
+}

@@ -78,6 +78,7 @@ type Result struct {
 	Options    Options
 	PerHit     PerHit
 	Throughput []Throughput
+	Features   []Feature
 }
 
 // Run measures everything Options ask for.
@@ -94,6 +95,10 @@ func Run(o Options) (Result, error) {
 		return res, err
 	}
 	res.PerHit = ph
+	say("operator features: %d rounds × %d requests of each …", o.Rounds, o.PerRound)
+	if res.Features, err = features(o); err != nil {
+		return res, err
+	}
 	if redistest.Available() {
 		say("redis: %d rounds × %d hits, in turns with the file store …", o.Rounds, o.PerRound)
 		if err := perHitRedis(o, &res.PerHit); err != nil {

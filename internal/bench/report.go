@@ -62,6 +62,13 @@ func (r Result) Markdown(w io.Writer) {
 	for _, t := range r.Throughput {
 		fmt.Fprintf(w, "| %d | %.0f | %.0f | %.2f | %.2f | %.0f |\n", t.Procs, t.HotBounded, t.HotBlocking, t.BoundedOverBlocking, t.BoundedOverBlockingOneP, t.Distinct)
 	}
+	if len(r.Features) > 0 {
+		fmt.Fprintf(w, "\n## Operator features, per request\n\nThe middleware (package httplimit) on the in-memory store, so that what a feature adds is not hidden behind a store's system calls; median of %d rounds, the variants taking turns, %d requests each.\n\n", r.Options.Rounds, r.Options.PerRound)
+		fmt.Fprintf(w, "| feature | per request | against none |\n| --- | ---: | ---: |\n")
+		for _, f := range r.Features {
+			fmt.Fprintf(w, "| %s | %s | %.2f × |\n", f.Name, us(f.PerReq), f.OverOff)
+		}
+	}
 	fmt.Fprintf(w, "\n## Targets\n\n")
 	for _, t := range r.Targets() {
 		mark := "met"
