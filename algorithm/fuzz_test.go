@@ -2,6 +2,7 @@ package algorithm_test
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,5 +103,15 @@ func TestCanonicalFastPathsAgree(t *testing.T) {
 		if (gotErr == nil) != (wantErr == nil) || !bytes.Equal(got.Append(nil), want.Append(nil)) {
 			t.Errorf("DecodeLog(%s) = %+v, %v; the JSON decoder says %+v, %v", in, got, gotErr, want, wantErr)
 		}
+	}
+}
+
+// A fixed window ending absurdly far ahead is reported as a conflict whose
+// message never overflows into a negative duration.
+func TestFixedConflictFarAhead(t *testing.T) {
+	r := ratelab.Rule{Name: "r", Limit: 1, Window: time.Hour}
+	_, _, err := algorithm.Fixed{Count: 1, ResetAt: 32503680000 + 1000}.Take(r, time.Unix(1783555200, 0))
+	if err == nil || strings.Contains(err.Error(), "-") {
+		t.Fatalf("got %v, want a conflict with a non-negative wait", err)
 	}
 }

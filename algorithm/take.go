@@ -181,5 +181,5 @@ func WindowConflict(r ratelab.Rule, stored int64) error {
 // FixedConflict is the error of a fixed-window hit of r on a window that
 // ends ahead (seconds) after the hit, beyond r.Window + MaxSkew.
 func FixedConflict(r ratelab.Rule, ahead int64) error {
-	return &ratelab.ConflictError{Rule: r, Other: fmt.Sprintf("a window ending %v after this hit", time.Duration(ahead)*time.Second)}
+	return &ratelab.ConflictError{Rule: r, Other: fmt.Sprintf("a window ending %v after this hit", Millis(ahead*1000))}
 }

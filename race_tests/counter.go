@@ -80,7 +80,9 @@ func (c *BrokenCounter) HitAt(now time.Time) (algorithm.Fixed, error) {
 	}
 	next, _, err := prev.Take(CountRule(), now)
 	if err != nil {
-		return prev, err
+		// A torn write can leave digits run together, a reset_at far
+		// ahead: as the original, unreadable state is a new window.
+		next, _, _ = algorithm.Fixed{}.Take(CountRule(), now)
 	}
 	out := next.Append(nil)
 
