@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
+	"github.com/ratelab/ratelab/internal/storetest"
 )
 
 var t0 = time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)
@@ -141,31 +142,16 @@ func TestCompoundRules(t *testing.T) {
 	}
 }
 
-// stubStore answers every hit the same way and records the context.
-type stubStore struct {
-	d   ratelab.Decision
-	err error
-	ctx *context.Context
-}
-
-func (s stubStore) TakeAt(ctx context.Context, r ratelab.Rule, _ string, _ time.Time) (ratelab.Decision, error) {
-	if s.ctx != nil {
-		*s.ctx = ctx
-	}
-	s.d.Rule = r
-	return s.d, s.err
-}
-
 func TestLimiterPassesFailOpenAndErrorsThrough(t *testing.T) {
 	cause := errors.New("disk gone")
-	l, err := ratelab.NewLimiter(stubStore{d: ratelab.Decision{Allowed: true, Remaining: 29, NotCounted: cause}}, original)
+	l, err := ratelab.NewLimiter(storetest.Stub{D: ratelab.Decision{Allowed: true, Remaining: 29, NotCounted: cause}}, original)
 	require.NoError(t, err)
 	d, err := l.Allow(context.Background(), "k")
 	require.NoError(t, err)
 	assert.ErrorIs(t, d.NotCounted, cause)
 	assert.True(t, d.Allowed)
 
-	l, err = ratelab.NewLimiter(stubStore{err: fmt.Errorf("x: %w", ratelab.ErrUnavailable)}, original)
+	l, err = ratelab.NewLimiter(storetest.Stub{Err: fmt.Errorf("x: %w", ratelab.ErrUnavailable)}, original)
 	require.NoError(t, err)
 	_, err = l.Allow(context.Background(), "k")
 	assert.ErrorIs(t, err, ratelab.ErrUnavailable)

@@ -11,6 +11,7 @@ import (
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
+	"github.com/ratelab/ratelab/internal/bench"
 	"github.com/ratelab/ratelab/internal/floor"
 )
 
@@ -24,21 +25,8 @@ func newBenchStore(b *testing.B) *fixedfilestore.Store {
 	return s
 }
 
-// benchRules are the rules the benchmarks hit, every hit allowed so that
-// every hit writes: the fixed window and the counter with a limit never
-// reached, the log and GCRA at 30 per minute with the clock stepping 2 s a
-// hit, so the log holds its full 30 instants.
-func benchRules() []ratelab.Rule {
-	var rs []ratelab.Rule
-	for _, a := range ratelab.Algorithms() {
-		r := ratelab.Rule{Name: "bench", Limit: ratelab.MaxLimit, Window: time.Hour, Algorithm: a}
-		if a == ratelab.SlidingLog || a == ratelab.GCRA {
-			r.Limit, r.Window = 30, time.Minute
-		}
-		rs = append(rs, r)
-	}
-	return rs
-}
+// benchRules are make bench's: every hit writes.
+func benchRules() []ratelab.Rule { return bench.Rules() }
 
 // BenchmarkTake measures one hit of each algorithm and of the syscall
 // floor separately, for benchstat.

@@ -16,6 +16,7 @@ import (
 	"github.com/ratelab/ratelab"
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 	"github.com/ratelab/ratelab/httplimit"
+	"github.com/ratelab/ratelab/internal/storetest"
 )
 
 // Header conformance, case by case: the status, Retry-After (an integer,
@@ -53,10 +54,10 @@ func TestHeaderCases(t *testing.T) {
 			new(brokeninmemory.Store), []ratelab.Rule{minute}, 3,
 			want{200, "", `"per-minute";r=0;t=60`, `"per-minute";q=2;w=60`, httplimit.DryRunRefused, "per-minute", true, "would have been refused"}},
 		{"fail-open: passes, counted as not counted", nil,
-			stubStore{d: ratelab.Decision{Allowed: true, Remaining: 1, ResetAfter: time.Minute, NotCounted: errors.New("disk gone")}},
+			storetest.Stub{D: ratelab.Decision{Allowed: true, Remaining: 1, ResetAfter: time.Minute, NotCounted: errors.New("disk gone")}},
 			[]ratelab.Rule{minute}, 1,
 			want{200, "", `"per-minute";r=1;t=60`, `"per-minute";q=2;w=60`, httplimit.NotCounted, "per-minute", true, ""}},
-		{"fail-closed: 503, no fields", nil, stubStore{err: ratelab.ErrUnavailable}, []ratelab.Rule{minute}, 1,
+		{"fail-closed: 503, no fields", nil, storetest.Stub{Err: ratelab.ErrUnavailable}, []ratelab.Rule{minute}, 1,
 			want{503, "", "", "", httplimit.Unavailable, "per-minute", false, "unavailable"}},
 	}
 	for _, tt := range tests {

@@ -16,6 +16,7 @@ import (
 	"github.com/ratelab/ratelab"
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 	"github.com/ratelab/ratelab/httplimit"
+	"github.com/ratelab/ratelab/internal/storetest"
 )
 
 var t0 = time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)
@@ -23,21 +24,6 @@ var t0 = time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)
 var original = ratelab.Rule{Name: "demo-start", Limit: 30, Window: time.Hour}
 
 func newDiscardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
-
-// stubStore answers every hit the same way and records the context.
-type stubStore struct {
-	d   ratelab.Decision
-	err error
-	ctx *context.Context
-}
-
-func (s stubStore) TakeAt(ctx context.Context, r ratelab.Rule, _ string, _ time.Time) (ratelab.Decision, error) {
-	if s.ctx != nil {
-		*s.ctx = ctx
-	}
-	s.d.Rule = r
-	return s.d, s.err
-}
 
 func newServer(t *testing.T, store ratelab.Store, now func() time.Time, rules ...ratelab.Rule) http.Handler {
 	t.Helper()
@@ -117,7 +103,7 @@ func TestMiddlewareUnkeyableRequestIs500(t *testing.T) {
 }
 
 func TestMiddlewareAnswers503WhenStoreCannotDecide(t *testing.T) {
-	store := stubStore{err: fmt.Errorf("fixedfilestore: %w: disk gone", ratelab.ErrUnavailable)}
+	store := storetest.Stub{Err: fmt.Errorf("fixedfilestore: %w: disk gone", ratelab.ErrUnavailable)}
 	called := false
 	l, err := ratelab.NewLimiter(store, original)
 	require.NoError(t, err)
@@ -129,7 +115,7 @@ func TestMiddlewareAnswers503WhenStoreCannotDecide(t *testing.T) {
 
 func TestMiddlewareFailOpenLetsThroughAndPassesTheContext(t *testing.T) {
 	var seen context.Context
-	store := stubStore{d: ratelab.Decision{Allowed: true, Remaining: 29, ResetAfter: time.Hour, NotCounted: errors.New("disk gone")}, ctx: &seen}
+	store := storetest.Stub{D: ratelab.Decision{Allowed: true, Remaining: 29, ResetAfter: time.Hour, NotCounted: errors.New("disk gone")}, Ctx: &seen}
 	h := newServer(t, store, func() time.Time { return t0 }, original)
 	req := httptest.NewRequest("POST", "/demo", nil)
 	req.RemoteAddr = "203.0.113.7:1"

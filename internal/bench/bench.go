@@ -184,11 +184,11 @@ func medianOf(rounds [][]float64, f func(round []float64) float64) float64 {
 	return median(xs)
 }
 
-// benchRules are the rules every measured hit is taken under, one per
+// Rules are the rules every measured hit is taken under, one per
 // algorithm, every hit allowed so that every hit writes: the fixed window
 // and the counter with a limit never reached, the log and GCRA at 30 per
 // minute with the clock stepping 2 s a hit, so the log holds its full 30.
-func benchRules() []ratelab.Rule {
+func Rules() []ratelab.Rule {
 	var rs []ratelab.Rule
 	for _, a := range ratelab.Algorithms() {
 		r := ratelab.Rule{Name: "bench", Limit: ratelab.MaxLimit, Window: time.Hour, Algorithm: a}
@@ -216,7 +216,7 @@ func perHit(o Options) (PerHit, error) {
 	var mem brokeninmemory.Store
 	floorPath, origPath := filepath.Join(o.Dir, "floor.json"), filepath.Join(o.Dir, "orig.json")
 	state := algorithm.Fixed{Count: 17, ResetAt: benchNow().Unix() + 3600}.Append(nil)
-	ctx, rules := context.Background(), benchRules()
+	ctx, rules := context.Background(), Rules()
 	now := benchNow()
 	fns := []func() error{
 		func() error { _, err := mem.TakeAt(ctx, rules[0], "k", now); return err },
@@ -270,7 +270,7 @@ func perHitRedis(o Options, ph *PerHit) error {
 	if err != nil {
 		return err
 	}
-	ctx, r := context.Background(), benchRules()[0]
+	ctx, r := context.Background(), Rules()[0]
 	rounds, err := inTurns(o.Rounds, o.PerRound,
 		func() error { _, err := rs.TakeAt(ctx, r, "k", now); return err },
 		func() error { _, err := fs.TakeAt(ctx, r, "k", now); return err },

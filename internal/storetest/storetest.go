@@ -249,3 +249,20 @@ func CrossInstance(t *testing.T, newInstance func(t *testing.T) ratelab.Store) i
 	Take(t, newInstance(t), Original, Key, T0)
 	return Take(t, newInstance(t), Original, Key, T0.Add(30*time.Second)).Remaining
 }
+
+// Stub is a store that answers every hit with D and Err, for tests of a
+// store's consumers, and records the context it was given in Ctx, if set.
+type Stub struct {
+	D   ratelab.Decision
+	Err error
+	Ctx *context.Context
+}
+
+// TakeAt answers with the stub's decision, naming r as its rule.
+func (s Stub) TakeAt(ctx context.Context, r ratelab.Rule, _ string, _ time.Time) (ratelab.Decision, error) {
+	if s.Ctx != nil {
+		*s.Ctx = ctx
+	}
+	s.D.Rule = r
+	return s.D, s.Err
+}
