@@ -3,11 +3,18 @@ package docs
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/internal/weave"
@@ -100,4 +107,131 @@ func TestEveryChapterHasASource(t *testing.T) {
 			t.Errorf("%s has no source in docs/src", f)
 		}
 	}
+}
+
+// pasteOrder is the reading order: the README, then the chapters in the
+// order docs/README.md lists them.
+func pasteOrder(t *testing.T, root string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "docs", "README.md"))
+	require.NoError(t, err)
+	order := []string{"README.md"}
+	seen := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\]\(([a-z-]+\.md)\)`).FindAllStringSubmatch(string(b), -1) {
+		if !seen[m[1]] {
+			seen[m[1]] = true
+			order = append(order, filepath.Join("docs", m[1]))
+		}
+	}
+	return order
+}
+
+// shown is one `$ command` of a page and the output the page shows.
+type shown struct {
+	page, command, output string
+}
+
+// commandsOf returns the `$` commands of a generated page with their
+// output, as the page shows them (the weaver's "[exit status N]" line
+// included).
+func commandsOf(t *testing.T, root, page string) []shown {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, page))
+	require.NoError(t, err)
+	var out []shown
+	lines := strings.Split(string(b), "\n")
+	for i := 0; i < len(lines); i++ {
+		if lines[i] != "```console" || i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "$ ") {
+			continue
+		}
+		s := shown{page: page, command: strings.TrimPrefix(lines[i+1], "$ ")}
+		j := i + 2
+		for ; j < len(lines) && lines[j] != "```"; j++ {
+			s.output += lines[j] + "\n"
+		}
+		out = append(out, s)
+		i = j
+	}
+	return out
+}
+
+// A reader pastes every `$ command` of the README and the chapters, in
+// reading order, into one shell at the root of a fresh copy of the
+// repository, with ratelab on the PATH as the README says: every command
+// prints what its page shows, and nothing is left behind that git would
+// see.
+func TestAReaderPastesEveryCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demos; skipped with -short")
+	}
+	if !redistest.Available() {
+		t.Skip("redis-server not found, and the pages run ratelab redis: install it with " + redistest.InstallHint)
+	}
+	root := ".."
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	const setPath = `export PATH="$PWD/bin:$PATH"`
+	require.Contains(t, string(readme), setPath, "the README tells the reader how to get ratelab on PATH")
+
+	// A fresh copy: the tracked files, a repository of their own, and
+	// bin/ratelab as make demo leaves it.
+	clone := t.TempDir()
+	files, err := exec.Command("git", "-C", root, "ls-files", "-z").Output()
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err)
+	}
+	for _, f := range strings.Split(strings.TrimRight(string(files), "\x00"), "\x00") {
+		src, err := os.ReadFile(filepath.Join(root, f))
+		if os.IsNotExist(err) {
+			continue // deleted in the work tree
+		}
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(filepath.Join(clone, filepath.Dir(f)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(clone, f), src, 0o644))
+	}
+	git := func(args ...string) string {
+		out, err := exec.Command("git", append([]string{"-C", clone, "-c", "user.name=reader", "-c", "user.email=reader@example.com"}, args...)...).CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+		return string(out)
+	}
+	git("init", "-q")
+	git("add", "-A")
+	git("commit", "-q", "-m", "fresh clone")
+	require.NoError(t, weave.BuildBinaries(root, filepath.Join(clone, "bin")))
+
+	var all []shown
+	for _, page := range pasteOrder(t, root) {
+		all = append(all, commandsOf(t, root, page)...)
+	}
+	require.GreaterOrEqual(t, len(all), 15, "the pages' $ commands")
+	t.Logf("pasting %d commands from %d pages", len(all), len(pasteOrder(t, root)))
+	var script strings.Builder
+	script.WriteString(setPath + "\nexport TZ=UTC\n")
+	for i, s := range all {
+		fmt.Fprintf(&script, "%s\nprintf '\\n@@@ %d %%d @@@\\n' $?\n", s.command, i)
+	}
+	cmd := exec.Command("bash", "-c", script.String())
+	cmd.Dir = clone
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, io.Discard // the pages show stdout, as the weaver runs them
+	require.NoError(t, cmd.Run())
+
+	rest := stdout.String()
+	for i, s := range all {
+		marker := regexp.MustCompile(fmt.Sprintf(`\n@@@ %d (\d+) @@@\n`, i))
+		loc := marker.FindStringSubmatchIndex(rest)
+		require.NotNil(t, loc, "%s: no marker after %q", s.page, s.command)
+		got := rest[:loc[0]]
+		if got != "" && !strings.HasSuffix(got, "\n") {
+			got += "\n"
+		}
+		if code := rest[loc[2]:loc[3]]; code != "0" {
+			got += "[exit status " + code + "]\n"
+		}
+		if got != s.output {
+			t.Errorf("%s: $ %s\nprinted:\n%s\nthe page shows:\n%s", s.page, s.command, got, s.output)
+		}
+		rest = rest[loc[1]:]
+	}
+	assert.Empty(t, strings.TrimSpace(git("status", "--porcelain", "--untracked-files=all")), "the commands left files git sees")
 }
