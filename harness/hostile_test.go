@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/internal/redistest"
 )
 
 // clientFrom returns an HTTP client whose connections come from the
@@ -127,4 +128,25 @@ func TestMetricsAtSlashMetrics(t *testing.T) {
 	resp.Body.Close()
 	assert.Contains(t, string(body), `ratelab_requests_total{policy="demo-start",outcome="allowed"} 2`)
 	assert.Contains(t, string(body), `ratelab_requests_total{policy="demo-start",outcome="throttled"} 1`)
+}
+
+// The endpoint under CGI, every request a new process, counting in a
+// three-primary Redis Cluster named by a cluster URL: 429 from #31.
+func TestCGIThrottlesOnARedisCluster(t *testing.T) {
+	if !redistest.Available() {
+		t.Skip("redis-server not found: install it with " + redistest.InstallHint)
+	}
+	cl := redistest.ClusterForTest(t)
+	a := harness.App{Store: "redis", RedisURL: cl.URL(), Limit: 30, Window: time.Hour}
+	h, err := harness.Start(harness.Config{Model: harness.CGI, App: a, Stderr: new(strings.Builder)})
+	require.NoError(t, err)
+	defer h.Close()
+	c := clientFrom("127.0.0.2")
+	first429 := 0
+	for i := 1; i <= 32; i++ {
+		if post(t, c, h.URL) == http.StatusTooManyRequests && first429 == 0 {
+			first429 = i
+		}
+	}
+	assert.Equal(t, 31, first429)
 }

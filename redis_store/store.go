@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	neturl "net/url"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -61,19 +62,43 @@ type Store struct {
 }
 
 // NewClient returns a client for a redis:// URL with timeouts suited to a
-// rate limiter: Options.Timeout applies to every command
-// (ContextTimeoutEnabled), dials give up after the same time, and failed
-// commands are not retried — a limiter must answer quickly, not eventually.
-func NewClient(url string, timeout time.Duration) (*redis.Client, error) {
+// rate limiter: timeout applies to every command (ContextTimeoutEnabled),
+// dials give up after the same time, and failed commands are not retried —
+// a limiter must answer quickly, not eventually.
+//
+// A URL with addr parameters names a Redis Cluster, in go-redis's
+// ParseClusterURL form — redis://host1:port1?addr=host2:port2&addr=host3:port3
+// — and gets a cluster client, which follows MOVED and ASK redirects (up
+// to three) while slots move. Every script of the store touches one key,
+// so one hash slot, as a cluster requires. For Sentinel or a managed
+// failover endpoint, build a redis.NewFailoverClient or
+// redis.NewUniversalClient with the same timeouts and pass it to New.
+func NewClient(url string, timeout time.Duration) (redis.UniversalClient, error) {
+	timeout = cmp.Or(max(timeout, 0), DefaultTimeout)
+	if isClusterURL(url) {
+		opts, err := redis.ParseClusterURL(url)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: %w", err)
+		}
+		opts.ContextTimeoutEnabled = true
+		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = timeout, timeout, timeout
+		opts.MaxRetries = -1
+		return redis.NewClusterClient(opts), nil
+	}
 	opts, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: %w", err)
 	}
-	timeout = cmp.Or(max(timeout, 0), DefaultTimeout)
 	opts.ContextTimeoutEnabled = true
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = timeout, timeout, timeout
 	opts.MaxRetries = -1
 	return redis.NewClient(opts), nil
+}
+
+// isClusterURL reports whether url names more than one node (addr=).
+func isClusterURL(raw string) bool {
+	u, err := neturl.Parse(raw)
+	return err == nil && u.Query().Has("addr")
 }
 
 // New returns a Store using client; build the client with NewClient, or

@@ -36,8 +36,8 @@ func Available() bool {
 }
 
 // Start starts redis-server on 127.0.0.1 with a free port and waits until
-// it answers PING.
-func Start() (*Server, error) {
+// it answers PING. args are added to its command line.
+func Start(args ...string) (*Server, error) {
 	path, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, ErrNoServer
@@ -51,8 +51,9 @@ func Start() (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		cmd := exec.Command(path, "--bind", "127.0.0.1", "--port", strconv.Itoa(port),
-			"--save", "", "--appendonly", "no", "--dir", dir, "--protected-mode", "yes")
+		cmd := exec.Command(path, append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
+			"--save", "", "--appendonly", "no", "--dir", dir, "--protected-mode", "yes",
+			"--cluster-config-file", "nodes-" + strconv.Itoa(port) + ".conf"}, args...)...)
 		if err := cmd.Start(); err != nil {
 			return nil, fmt.Errorf("redistest: start redis-server: %w", err)
 		}
