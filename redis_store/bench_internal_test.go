@@ -60,3 +60,49 @@ func BenchmarkTakeRatios(b *testing.B) {
 	b.ReportMetric(float64(spent[1])/float64(spent[0]), "script/evalsha")
 	b.ReportMetric(float64(spent[2])/float64(spent[0]), "take/evalsha")
 }
+
+// BenchmarkWaitCost runs, in turns, a hit without WAIT and a hit that
+// waits for one replica, on a private primary with a healthy replica: what
+// a hit costs when a failover must not lose it.
+func BenchmarkWaitCost(b *testing.B) {
+	if !redistest.Available() {
+		b.Skip("redis-server not found: install it with " + redistest.InstallHint)
+	}
+	pair, err := redistest.StartPair()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pair.Stop()
+	ctx := context.Background()
+	r := ratelab.Rule{Name: "bench", Limit: ratelab.MaxLimit, Window: time.Hour}
+	var stores [2]*Store
+	for i, wait := range []int{0, 1} {
+		c, err := NewClient(pair.PrimaryURL(), 3*time.Second)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		if stores[i], err = New(c, Options{FailPolicy: ratelab.FailClosed, Timeout: 3 * time.Second, WaitReplicas: wait, WaitTimeout: 2 * time.Second}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var spent [2]time.Duration
+	now := time.Now()
+	for _, s := range stores { // the first WAIT after a sync can take a second
+		if _, err := s.TakeAt(ctx, r, "k", now); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		for i, s := range stores {
+			t := time.Now()
+			if _, err := s.TakeAt(ctx, r, "k", now); err != nil {
+				b.Fatalf("store %d after %v: %v", i, time.Since(t), err)
+			}
+			spent[i] += time.Since(t)
+		}
+	}
+	b.ReportMetric(float64(spent[0].Nanoseconds())/float64(b.N), "nowait-ns/hit")
+	b.ReportMetric(float64(spent[1].Nanoseconds())/float64(b.N), "wait1-ns/hit")
+	b.ReportMetric(float64(spent[1])/float64(spent[0]), "wait/nowait")
+}

@@ -46,7 +46,23 @@ type Options struct {
 	Prefix string
 	// Clock is the time source of Take; nil means time.Now.
 	Clock func() time.Time
+	// WaitReplicas, if positive, makes every hit wait (Redis's WAIT, on
+	// the script's own connection) until that many replicas have the
+	// write, at most WaitTimeout; a hit they do not confirm in time
+	// follows the fail policy (ErrNotReplicated), so that a failover can
+	// lose no count the client was told about. Replication is otherwise
+	// asynchronous: a count the primary acknowledged and a replica never
+	// received is lost when the replica takes over.
+	WaitReplicas int
+	// WaitTimeout bounds WAIT; 0 means 100 ms. It must be shorter than
+	// Timeout. The first WAIT after a replica (re)connects can take up to
+	// a second, until the replica's first acknowledgement.
+	WaitTimeout time.Duration
 }
+
+// ErrNotReplicated is the cause of a hit whose write WaitReplicas replicas
+// did not confirm within WaitTimeout.
+var ErrNotReplicated = errors.New("redisstore: the write was not confirmed by enough replicas")
 
 // Store is a Redis-backed rate-limit store for every algorithm, safe for
 // concurrent use by any number of goroutines, processes and hosts sharing
@@ -59,6 +75,9 @@ type Store struct {
 	prefix  string
 	now     func() time.Time
 	rules   algorithm.Rules
+
+	waitReplicas int
+	waitTimeout  time.Duration
 }
 
 // NewClient returns a client for a redis:// URL with timeouts suited to a
@@ -116,8 +135,15 @@ func New(client redis.Cmdable, opts Options) (*Store, error) {
 	if opts.FailPolicy != ratelab.FailOpen && opts.FailPolicy != ratelab.FailClosed {
 		return nil, fmt.Errorf("redisstore: unknown fail policy %v", opts.FailPolicy)
 	}
+	if opts.WaitReplicas < 0 || opts.WaitTimeout < 0 {
+		return nil, fmt.Errorf("redisstore: WaitReplicas %d and WaitTimeout %v must not be negative", opts.WaitReplicas, opts.WaitTimeout)
+	}
+	if opts.WaitReplicas > 0 && cmp.Or(opts.WaitTimeout, 100*time.Millisecond) >= cmp.Or(opts.Timeout, DefaultTimeout) {
+		return nil, fmt.Errorf("redisstore: WaitTimeout %v must be shorter than Timeout %v, which bounds the script and the WAIT together", opts.WaitTimeout, opts.Timeout)
+	}
 	s := &Store{rdb: client, policy: opts.FailPolicy, timeout: cmp.Or(opts.Timeout, DefaultTimeout), log: opts.Logger,
-		prefix: cmp.Or(opts.Prefix, "ratelab:"), now: opts.Clock}
+		prefix: cmp.Or(opts.Prefix, "ratelab:"), now: opts.Clock,
+		waitReplicas: opts.WaitReplicas, waitTimeout: cmp.Or(opts.WaitTimeout, 100*time.Millisecond)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -180,7 +206,7 @@ func (s *Store) take(ctx context.Context, rkey string, r ratelab.Rule, now time.
 		if r.Refusals == ratelab.IgnoreRefusals {
 			ignoreAt = r.Limit
 		}
-		vals, err := fixedWindow.Run(ctx, s.rdb, []string{rkey}, t, t+w+skew, t+w, w+skew+1, ignoreAt).Int64Slice()
+		vals, err := s.run(ctx, fixedWindow, rkey, t, t+w+skew, t+w, w+skew+1, ignoreAt)
 		switch {
 		case err != nil:
 			return ratelab.Decision{}, err
@@ -195,8 +221,7 @@ func (s *Store) take(ctx context.Context, rkey string, r ratelab.Rule, now time.
 	if r.Refusals == ratelab.CountRefusals {
 		countRefused = 1
 	}
-	vals, err := scripts[r.Algorithm].Run(ctx, s.rdb, []string{rkey},
-		now.UnixMilli(), w, r.Limit, r.Burst, skew, countRefused).Int64Slice()
+	vals, err := s.run(ctx, scripts[r.Algorithm], rkey, now.UnixMilli(), w, r.Limit, r.Burst, skew, countRefused)
 	switch {
 	case err != nil:
 		return ratelab.Decision{}, err
@@ -212,6 +237,34 @@ func (s *Store) take(ctx context.Context, rkey string, r ratelab.Rule, now time.
 		RetryAfter: algorithm.Millis(vals[3]),
 		ResetAfter: algorithm.Millis(vals[4]),
 	}, nil
+}
+
+// run runs script on key and, with WaitReplicas, WAIT after it on the same
+// connection (a pipeline): WAIT counts the replicas that have the writes of
+// its own connection.
+func (s *Store) run(ctx context.Context, script *redis.Script, key string, args ...any) ([]int64, error) {
+	if s.waitReplicas == 0 {
+		return script.Run(ctx, s.rdb, []string{key}, args...).Int64Slice()
+	}
+	for attempt := 0; ; attempt++ {
+		pipe := s.rdb.Pipeline()
+		res := script.EvalSha(ctx, pipe, []string{key}, args...)
+		acks := pipe.Do(ctx, "WAIT", s.waitReplicas, s.waitTimeout.Milliseconds())
+		_, err := pipe.Exec(ctx)
+		if err != nil && redis.HasErrorPrefix(res.Err(), "NOSCRIPT") && attempt == 0 {
+			if err := script.Load(ctx, s.rdb).Err(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n, _ := acks.Int64(); n < int64(s.waitReplicas) {
+			return nil, fmt.Errorf("%w: %d of %d within %v", ErrNotReplicated, n, s.waitReplicas, s.waitTimeout)
+		}
+		return res.Int64Slice()
+	}
 }
 
 // ErrRefused is wrapped by CheckServer's error when Redis answered but

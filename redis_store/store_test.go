@@ -226,3 +226,26 @@ func TestPitfalls(t *testing.T) {
 		assert.True(t, p.Pass(), p.Case)
 	}
 }
+
+// The failover loses every count the primary acknowledged while the
+// replica lagged: the limit is exceeded by as many. WAIT for the replica,
+// fail-closed, lets no such hit through, and the limit holds.
+func TestFailover(t *testing.T) {
+	if !redistest.Available() {
+		t.Skip("redis-server not found: install it with " + redistest.InstallHint)
+	}
+	got, err := redisstore.Failover(context.Background(), func() (redisstore.Replicated, func(), error) {
+		p, err := redistest.StartPair()
+		if err != nil {
+			return nil, nil, err
+		}
+		return p, p.Stop, nil
+	})
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	for _, c := range got {
+		assert.Equal(t, c.Expected, c.Observed, c.Case)
+	}
+	assert.Contains(t, got[0].Observed, "60 in one window")
+	assert.Contains(t, got[1].Observed, "30 in one window")
+}
