@@ -234,18 +234,23 @@ func TestFailover(t *testing.T) {
 	if !redistest.Available() {
 		t.Skip("redis-server not found: install it with " + redistest.InstallHint)
 	}
-	got, err := redisstore.Failover(context.Background(), func() (redisstore.Replicated, func(), error) {
-		p, err := redistest.StartPair()
+	got, err := redisstore.Failover(context.Background(), func(mode redisstore.FailoverMode) (redisstore.Replicated, func(), error) {
+		var args []string
+		if mode == redisstore.MinReplicasToWrite {
+			args = []string{"--min-replicas-to-write", "1", "--min-replicas-max-lag", "1"}
+		}
+		p, err := redistest.StartPair(args...)
 		if err != nil {
 			return nil, nil, err
 		}
 		return p, p.Stop, nil
 	})
 	require.NoError(t, err)
-	require.Len(t, got, 2)
+	require.Len(t, got, 3)
 	for _, c := range got {
 		assert.Equal(t, c.Expected, c.Observed, c.Case)
 	}
 	assert.Contains(t, got[0].Observed, "60 in one window")
 	assert.Contains(t, got[1].Observed, "30 in one window")
+	assert.Contains(t, got[2].Observed, "30 in one window")
 }

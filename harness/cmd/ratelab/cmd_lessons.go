@@ -178,8 +178,12 @@ func cmdRedis(args []string, stdout, stderr io.Writer) (int, error) {
 	if progress != nil {
 		fmt.Fprintln(progress, "failover: a private primary and replica, twice …")
 	}
-	failover, err := redisstore.Failover(ctx, func() (redisstore.Replicated, func(), error) {
-		p, err := redistest.StartPair()
+	failover, err := redisstore.Failover(ctx, func(mode redisstore.FailoverMode) (redisstore.Replicated, func(), error) {
+		var args []string
+		if mode == redisstore.MinReplicasToWrite {
+			args = []string{"--min-replicas-to-write", "1", "--min-replicas-max-lag", "1"}
+		}
+		p, err := redistest.StartPair(args...)
 		if err != nil {
 			return nil, nil, err
 		}
