@@ -80,6 +80,7 @@ demo-redis: bin/ratelab
 ## figures: regenerate the SVG charts in docs/figures (standard library only)
 figures: bin/ratelab
 	bin/ratelab boundary -svg docs/figures/window-boundary.svg
+	bin/ratelab redis -svg docs/figures/redis-failover.svg
 
 ## serve-broken / serve-fixed: a server to curl in a workshop (Ctrl-C stops it)
 serve-broken: bin/ratelab

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/internal/barchart"
 	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/internal/storetest"
 	redisstore "github.com/ratelab/ratelab/redis_store"
@@ -234,23 +237,21 @@ func TestFailover(t *testing.T) {
 	if !redistest.Available() {
 		t.Skip("redis-server not found: install it with " + redistest.InstallHint)
 	}
-	got, err := redisstore.Failover(context.Background(), func(mode redisstore.FailoverMode) (redisstore.Replicated, func(), error) {
-		var args []string
-		if mode == redisstore.MinReplicasToWrite {
-			args = []string{"--min-replicas-to-write", "1", "--min-replicas-max-lag", "1"}
-		}
-		p, err := redistest.StartPair(args...)
-		if err != nil {
-			return nil, nil, err
-		}
-		return p, p.Stop, nil
-	})
+	got, err := redisstore.Failover(context.Background(), func(args ...string) (redisstore.Replicated, error) { return redistest.StartPair(args...) })
 	require.NoError(t, err)
 	require.Len(t, got, 3)
-	for _, c := range got {
+	for _, r := range got {
+		c := r.Claim()
 		assert.Equal(t, c.Expected, c.Observed, c.Case)
 	}
-	assert.Contains(t, got[0].Observed, "60 in one window")
-	assert.Contains(t, got[1].Observed, "30 in one window")
-	assert.Contains(t, got[2].Observed, "30 in one window")
+	assert.Equal(t, redisstore.FailoverRun{Mode: redisstore.Asynchronous, Before: 30, After: 30}, got[0])
+	assert.Equal(t, redisstore.FailoverRun{Mode: redisstore.WaitForReplica, Before: 0, After: 30}, got[1])
+	assert.Equal(t, redisstore.FailoverRun{Mode: redisstore.MinReplicasToWrite, Before: 0, After: 30}, got[2])
+
+	// The chapter's figure is this run, drawn.
+	var buf bytes.Buffer
+	require.NoError(t, barchart.Write(&buf, redisstore.FailoverChart(got)))
+	fig, err := os.ReadFile(filepath.Join("..", "docs", "figures", "redis-failover.svg"))
+	require.NoError(t, err, "run make figures")
+	assert.True(t, bytes.Equal(fig, buf.Bytes()), "docs/figures/redis-failover.svg is stale: run make figures")
 }

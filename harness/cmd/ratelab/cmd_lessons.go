@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/internal/barchart"
 	"github.com/ratelab/ratelab/internal/bench"
 	"github.com/ratelab/ratelab/internal/claim"
 	"github.com/ratelab/ratelab/internal/redistest"
@@ -127,10 +128,14 @@ func cmdRedis(args []string, stdout, stderr io.Writer) (int, error) {
 	requests := f.Int("requests", 130, "requests from one client address (> 0)")
 	conc := f.Int("concurrency", 8, "requests in flight in the burst; 1 sends only one by one")
 	stable := f.Bool("stable", false, "leave out wall times, so that runs with -at print the same bytes")
+	svg := f.String("svg", "", "run only the failover on private servers, write its chart to this file and exit")
 	f.limitFlag().windowFlag().atFlag()
 	f.IntVar(&f.workers, "workers", 2, "worker processes per pool or host (> 0)")
 	if err := f.parse(args); err != nil {
 		return 0, err
+	}
+	if *svg != "" {
+		return failoverFigure(*svg)
 	}
 	if *requests <= 0 || *conc <= 0 {
 		return 0, usagef("-requests and -concurrency must be positive")
@@ -178,19 +183,13 @@ func cmdRedis(args []string, stdout, stderr io.Writer) (int, error) {
 	if progress != nil {
 		fmt.Fprintln(progress, "failover: a private primary and replica, twice …")
 	}
-	failover, err := redisstore.Failover(ctx, func(mode redisstore.FailoverMode) (redisstore.Replicated, func(), error) {
-		var args []string
-		if mode == redisstore.MinReplicasToWrite {
-			args = []string{"--min-replicas-to-write", "1", "--min-replicas-max-lag", "1"}
-		}
-		p, err := redistest.StartPair(args...)
-		if err != nil {
-			return nil, nil, err
-		}
-		return p, p.Stop, nil
-	})
+	runs, err := redisstore.Failover(ctx, startPair)
 	if err != nil {
 		return 0, err
+	}
+	var failover []claim.Claim
+	for _, r := range runs {
+		failover = append(failover, r.Claim())
 	}
 	fmt.Fprintf(stdout, "\nfailover: %d per hour, the replica cut off, the primary killed, the replica promoted\n\n", redisstore.FailoverLimit)
 	claim.Table(stdout, "Redis failover", failover)
@@ -199,3 +198,21 @@ func cmdRedis(args []string, stdout, stderr io.Writer) (int, error) {
 }
 
 // printHarnessReport prints a harness report; stable leaves out wall times.
+
+// startPair starts a private primary and replica for redisstore.Failover.
+func startPair(primaryArgs ...string) (redisstore.Replicated, error) {
+	return redistest.StartPair(primaryArgs...)
+}
+
+// failoverFigure runs the failover demonstration and writes its chart.
+func failoverFigure(name string) (int, error) {
+	runs, err := redisstore.Failover(context.Background(), startPair)
+	if err != nil {
+		return 0, err
+	}
+	var b bytes.Buffer
+	if err := barchart.Write(&b, redisstore.FailoverChart(runs)); err != nil {
+		return 0, err
+	}
+	return exitOK, os.WriteFile(name, b.Bytes(), 0o644)
+}

@@ -70,7 +70,7 @@ func commands() []command {
 		{"race", "[-procs 8] [-hits 500] [-stable]", "lost updates, torn reads and lock-file pitfalls, across processes", cmdRace},
 		{"boundary", "[-limit 30] [-window 1h] [-burst 5] [-seed 1] [-processes] [-svg FILE]", "the 2 × limit burst at a window's edge, four algorithms", cmdBoundary},
 		{"bench", "[-o FILE] [-quick]", "per-hit costs and cross-process throughput", cmdBench},
-		{"redis", "[-redis URL] [-requests 130] [-limit 30] [-window 1h] [-workers 2] [-concurrency 8] [-at RFC3339] [-stable]",
+		{"redis", "[-redis URL] [-requests 130] [-limit 30] [-window 1h] [-workers 2] [-concurrency 8] [-at RFC3339] [-stable] [-svg FILE]",
 			"beyond one host: files against Redis, and two Redis pitfalls", cmdRedis},
 	}
 }
