@@ -89,11 +89,24 @@ type Store struct {
 // ParseClusterURL form — redis://host1:port1?addr=host2:port2&addr=host3:port3
 // — and gets a cluster client, which follows MOVED and ASK redirects (up
 // to three) while slots move. Every script of the store touches one key,
-// so one hash slot, as a cluster requires. For Sentinel or a managed
-// failover endpoint, build a redis.NewFailoverClient or
-// redis.NewUniversalClient with the same timeouts and pass it to New.
+// so one hash slot, as a cluster requires.
+//
+// A URL with a master_name parameter names Sentinels, in go-redis's
+// ParseFailoverURL form — redis://sentinel1:26379/0?master_name=mymaster
+// (more sentinels as addr parameters) — and gets a failover client, which
+// asks the sentinels for the current primary and follows a failover.
 func NewClient(url string, timeout time.Duration) (redis.UniversalClient, error) {
 	timeout = cmp.Or(max(timeout, 0), DefaultTimeout)
+	if isSentinelURL(url) {
+		opts, err := redis.ParseFailoverURL(url)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: %w", err)
+		}
+		opts.ContextTimeoutEnabled = true
+		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = timeout, timeout, timeout
+		opts.MaxRetries = -1
+		return redis.NewFailoverClient(opts), nil
+	}
 	if isClusterURL(url) {
 		opts, err := redis.ParseClusterURL(url)
 		if err != nil {
@@ -112,6 +125,12 @@ func NewClient(url string, timeout time.Duration) (redis.UniversalClient, error)
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = timeout, timeout, timeout
 	opts.MaxRetries = -1
 	return redis.NewClient(opts), nil
+}
+
+// isSentinelURL reports whether url names Sentinels (master_name=).
+func isSentinelURL(raw string) bool {
+	u, err := neturl.Parse(raw)
+	return err == nil && u.Query().Has("master_name")
 }
 
 // isClusterURL reports whether url names more than one node (addr=).

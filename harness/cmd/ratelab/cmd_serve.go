@@ -63,7 +63,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	algo := f.String("algorithm", "fixed", "fixed, sliding, log or gcra")
 	burst := f.Int("burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)")
 	fail := f.String("fail", "open", "file and redis stores: what to do when the state cannot be reached: open or closed")
-	redisURL := f.String("redis", "", "redis store: the server, e.g. redis://127.0.0.1:6379/0")
+	redisURL := f.String("redis", "", "redis store: the server, e.g. redis://127.0.0.1:6379/0 (a cluster: ?addr=host:port…; Sentinel: ?master_name=name)")
 	f.limitFlag().windowFlag().workersFlag().dirFlag().atFlag()
 	if err := f.parse(args); err != nil {
 		return 0, err
@@ -132,7 +132,7 @@ func cmdCGI(args []string, stdout, stderr io.Writer) (int, error) {
 	algo := f.String("algorithm", "fixed", "fixed, sliding, log or gcra")
 	burst := f.Int("burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)")
 	fail := f.String("fail", "open", "file and redis stores: what to do when the state cannot be reached: open or closed")
-	redisURL := f.String("redis", "", "redis store: the server, e.g. redis://127.0.0.1:6379/0")
+	redisURL := f.String("redis", "", "redis store: the server, e.g. redis://127.0.0.1:6379/0 (a cluster: ?addr=host:port…; Sentinel: ?master_name=name)")
 	f.limitFlag().windowFlag().dirFlag()
 	app, err := func() (harness.App, error) {
 		if err := f.parse(args); err != nil {
