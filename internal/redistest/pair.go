@@ -37,16 +37,21 @@ func StartPair(primaryArgs ...string) (*Pair, error) {
 }
 
 func (p *Pair) waitReplicaUp(limit time.Duration) error {
+	return waitReplication(p.Replica, "master_link_status:up", "the replica did not catch up", limit)
+}
+
+// waitReplication polls s's INFO replication until it contains want.
+func waitReplication(s *Server, want, failure string, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
-	c := p.Replica.Client()
+	c := s.Client()
 	defer c.Close()
 	for {
 		info, err := c.Info(context.Background(), "replication").Result()
-		if err == nil && strings.Contains(info, "master_link_status:up") {
+		if err == nil && strings.Contains(info, want) {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return errors.New("redistest: the replica did not catch up")
+			return errors.New("redistest: " + failure)
 		}
 		time.Sleep(10 * time.Millisecond) // polling for a state, not for a clock edge
 	}
@@ -97,19 +102,7 @@ func (p *Pair) PromoteReplica(ctx context.Context) error {
 // for min-replicas-to-write: the replica has been silent longer than
 // min-replicas-max-lag.
 func (p *Pair) WaitReplicaLagging(limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	c := p.Primary.Client()
-	defer c.Close()
-	for {
-		info, err := c.Info(context.Background(), "replication").Result()
-		if err == nil && strings.Contains(info, "min_slaves_good_slaves:0") {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return errors.New("redistest: the primary still counts the replica as good")
-		}
-		time.Sleep(20 * time.Millisecond) // polling for a state, not for a clock edge
-	}
+	return waitReplication(p.Primary, "min_slaves_good_slaves:0", "the primary still counts the replica as good", limit)
 }
 
 // Stop stops both servers.
