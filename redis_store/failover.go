@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/ratelab/ratelab"
@@ -158,7 +157,7 @@ func failoverRun(ctx context.Context, start func(primaryArgs ...string) (Replica
 		for range FailoverLimit + 1 {
 			d, err := s.TakeAt(ctx, rule, "ip:203.0.113.7", now)
 			switch {
-			case errors.Is(err, ErrNotReplicated), err != nil && strings.Contains(err.Error(), "NOREPLICAS"):
+			case errors.Is(err, ErrNotReplicated):
 				continue // refused: 503, the count not confirmed or not taken
 			case err != nil:
 				return allowed, err

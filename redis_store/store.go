@@ -61,7 +61,8 @@ type Options struct {
 }
 
 // ErrNotReplicated is the cause of a hit whose write WaitReplicas replicas
-// did not confirm within WaitTimeout.
+// did not confirm within WaitTimeout, or that a primary configured with
+// min-replicas-to-write refused (NOREPLICAS) for want of good replicas.
 var ErrNotReplicated = errors.New("redisstore: the write was not confirmed by enough replicas")
 
 // Store is a Redis-backed rate-limit store for every algorithm, safe for
@@ -260,8 +261,17 @@ func (s *Store) take(ctx context.Context, rkey string, r ratelab.Rule, now time.
 
 // run runs script on key and, with WaitReplicas, WAIT after it on the same
 // connection (a pipeline): WAIT counts the replicas that have the writes of
-// its own connection.
+// its own connection. A primary's refusal for want of good replicas
+// (min-replicas-to-write) is ErrNotReplicated too.
 func (s *Store) run(ctx context.Context, script *redis.Script, key string, args ...any) ([]int64, error) {
+	vals, err := s.runScript(ctx, script, key, args...)
+	if err != nil && redis.HasErrorPrefix(err, "NOREPLICAS") { // min-replicas-to-write: the primary refused the write
+		return nil, fmt.Errorf("%w: %w", ErrNotReplicated, err)
+	}
+	return vals, err
+}
+
+func (s *Store) runScript(ctx context.Context, script *redis.Script, key string, args ...any) ([]int64, error) {
 	if s.waitReplicas == 0 {
 		return script.Run(ctx, s.rdb, []string{key}, args...).Int64Slice()
 	}
