@@ -23,20 +23,16 @@ import (
 
 // openDir opens path as a directory, refusing a symlink.
 func openDir(path string) (int, error) {
-	for {
-		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		switch {
-		case err == nil:
-			return fd, nil
-		case errors.Is(err, unix.EINTR):
-			continue
-		case errors.Is(err, unix.ELOOP):
-			return -1, fmt.Errorf("%s is a symlink: refusing to follow it; use the real directory", path)
-		case errors.Is(err, unix.ENOTDIR):
-			return -1, fmt.Errorf("%s is not a directory", path)
-		}
-		return -1, &fs.PathError{Op: "open", Path: path, Err: err}
+	fd, err := openat(unix.AT_FDCWD, path, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	switch {
+	case err == nil:
+		return fd, nil
+	case errors.Is(err, unix.ELOOP):
+		return -1, fmt.Errorf("%s is a symlink: refusing to follow it; use the real directory", path)
+	case errors.Is(err, unix.ENOTDIR):
+		return -1, fmt.Errorf("%s is not a directory", path)
 	}
+	return -1, &fs.PathError{Op: "open", Path: path, Err: err}
 }
 
 // openAt opens name in the state directory with flags, never following a
@@ -78,22 +74,30 @@ func (s *Store) reopenDir(old int) error {
 	return nil
 }
 
-// openatNoFollow opens name relative to dirfd with flags plus O_NOFOLLOW
-// and O_CLOEXEC, retrying when interrupted, and says so plainly when name
-// is a symlink. dir names the directory in errors.
+// openatNoFollow opens name relative to dirfd with flags (see openat), and
+// says so plainly when name is a symlink. dir names the directory in
+// errors.
 func openatNoFollow(dirfd int, dir, name string, flags int, perm uint32) (int, error) {
-	path := dir + string(os.PathSeparator) + name
+	fd, err := openat(dirfd, name, flags, perm)
+	if err == nil {
+		return fd, nil
+	}
+	path := dir + string(os.PathSeparator) + name // only for the error
+	switch {
+	case errors.Is(err, unix.ELOOP):
+		return -1, fmt.Errorf("%s is a symlink: refusing to follow it", path)
+	}
+	return -1, &fs.PathError{Op: "open", Path: path, Err: err}
+}
+
+// openat is openat(2) with O_NOFOLLOW and O_CLOEXEC added to flags,
+// retried when a signal interrupts it.
+func openat(dirfd int, name string, flags int, perm uint32) (int, error) {
 	for {
 		fd, err := unix.Openat(dirfd, name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
-		switch {
-		case err == nil:
-			return fd, nil
-		case errors.Is(err, unix.EINTR):
-			continue
-		case errors.Is(err, unix.ELOOP):
-			return -1, fmt.Errorf("%s is a symlink: refusing to follow it", path)
+		if !errors.Is(err, unix.EINTR) {
+			return fd, err
 		}
-		return -1, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 }
 
