@@ -35,7 +35,7 @@ func BenchmarkTake(b *testing.B) {
 		b.Run(string(r.Algorithm), func(b *testing.B) {
 			s, now := newBenchStore(b), benchNow
 			for b.Loop() {
-				now = now.Add(2 * time.Second)
+				now = now.Add(bench.Step)
 				if d, err := s.TakeAt(context.Background(), r, "k", now); err != nil || !d.Allowed {
 					b.Fatal(d, err)
 				}
@@ -66,7 +66,7 @@ func BenchmarkTakeRatios(b *testing.B) {
 	state := algorithm.Fixed{Count: 17, ResetAt: benchNow.Unix() + 3600}.Append(nil)
 	spent := make([]time.Duration, len(rules)+1)
 	for b.Loop() {
-		now = now.Add(2 * time.Second)
+		now = now.Add(bench.Step)
 		t := time.Now()
 		if err := floor.SyscallFloor(floorPath, state); err != nil {
 			b.Fatal(err)
@@ -74,8 +74,8 @@ func BenchmarkTakeRatios(b *testing.B) {
 		for i, r := range rules {
 			t1 := time.Now()
 			spent[len(rules)] += t1.Sub(t)
-			if _, err := s.TakeAt(context.Background(), r, "k", now); err != nil {
-				b.Fatal(err)
+			if d, err := s.TakeAt(context.Background(), r, "k", now); err != nil || !d.Allowed {
+				b.Fatal(d, err)
 			}
 			t = time.Now()
 			spent[i] += t.Sub(t1)

@@ -187,7 +187,7 @@ func medianOf(rounds [][]float64, f func(round []float64) float64) float64 {
 // Rules are the rules every measured hit is taken under, one per
 // algorithm, every hit allowed so that every hit writes: the fixed window
 // and the counter with a limit never reached, the log and GCRA at 30 per
-// minute with the clock stepping 2 s a hit, so the log holds its full 30.
+// minute with the clock stepping Step a hit, so the log holds its full 30.
 func Rules() []ratelab.Rule {
 	var rs []ratelab.Rule
 	for _, a := range ratelab.Algorithms() {
@@ -200,8 +200,23 @@ func Rules() []ratelab.Rule {
 	return rs
 }
 
+// Step is how far the clock moves between measured hits: just over the
+// 2 s that 30 per minute allows, so that the log's oldest entry has left
+// the window when the next hit comes (at exactly 2 s the 31st hit would
+// find 30 entries in the window and be refused).
+const Step = 2*time.Second + time.Millisecond
+
 // benchNow is the instant every measured hit starts from.
 func benchNow() time.Time { return time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC) }
+
+// writingHit is nil for a hit that was allowed, and so wrote: a refused
+// hit may skip the write and would flatter the figures.
+func writingHit(d ratelab.Decision, err error) error {
+	if err == nil && !d.Allowed {
+		err = fmt.Errorf("bench: a measured hit under %v was refused", d.Rule)
+	}
+	return err
+}
 
 // perHit measures the in-memory store, the syscall floor and the file
 // store under every algorithm in turns, and reports medians. The
@@ -220,10 +235,10 @@ func perHit(o Options) (PerHit, error) {
 	now := benchNow()
 	fns := []func() error{
 		func() error { _, err := mem.TakeAt(ctx, rules[0], "k", now); return err },
-		func() error { now = now.Add(2 * time.Second); return floor.SyscallFloor(floorPath, state) },
+		func() error { now = now.Add(Step); return floor.SyscallFloor(floorPath, state) },
 	}
 	for _, r := range rules {
-		fns = append(fns, func() error { _, err := store.TakeAt(ctx, r, "k", now); return err })
+		fns = append(fns, func() error { return writingHit(store.TakeAt(ctx, r, "k", now)) })
 	}
 	rounds, err := inTurns(o.Rounds, o.PerRound, fns...)
 	if err != nil {
