@@ -232,6 +232,15 @@ func TestInspectAndSweep(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, `skipped "x\nremoved 99, kept 0\x1b[2K"`)
 	assert.Len(t, regexp.MustCompile(`(?m)^removed `).FindAllString(out, -1), 1, "one summary line: %q", out)
+
+	// Nor can a planted file whose content is a valid state fake a line
+	// of inspect's: a name that is not a state's is not listed.
+	planted := "y\n9 state files in tmp\x1b[2K.json"
+	require.NoError(t, os.WriteFile(filepath.Join(base, "rate-limits", planted), []byte(`{"count":1,"reset_at":1783558800}`), 0o600))
+	code, out, _ = cli("inspect", "-dir", base, "-at", "2026-07-09T00:30:00Z")
+	assert.Equal(t, 0, code)
+	assert.NotContains(t, out, "9 state files")
+	assert.Len(t, regexp.MustCompile(`(?m)^\d+ state files`).FindAllString(out, -1), 1, "one summary line: %q", out)
 }
 
 // serve, as a workshop participant runs it: the first line is the URL, curl
