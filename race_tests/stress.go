@@ -27,15 +27,8 @@ func Stress(dir, mode string, procs, hits int) (StressResult, error) {
 	}
 	res := StressResult{Mode: mode, Procs: procs, Hits: hits, Expected: int64(procs * hits)}
 	path := filepath.Join(dir, "state.json")
-	g, err := stress.Start(roleStress, procs, "RATELAB_RACE_PATH="+path, "RATELAB_RACE_MODE="+mode, "RATELAB_RACE_HITS="+strconv.Itoa(hits))
-	if err != nil {
-		return res, err
-	}
-	defer g.Kill()
-	if err := g.Go(); err != nil {
-		return res, err
-	}
-	if _, res.Wall, err = g.Results(); err != nil {
+	var err error
+	if _, res.Wall, err = stress.Run(roleStress, procs, "RATELAB_RACE_PATH="+path, "RATELAB_RACE_MODE="+mode, "RATELAB_RACE_HITS="+strconv.Itoa(hits)); err != nil {
 		return res, err
 	}
 	n, err := ReadCount(path)

@@ -64,15 +64,8 @@ func (r Result) HitsPerSecond() float64 { return float64(r.Expected) / r.Wall.Se
 // (the benchmark sets GOMAXPROCS with it).
 func Flock(dir string, mode FlockMode, procs, hits int, env ...string) (Result, error) {
 	res := Result{Mode: string(mode), Procs: procs, Hits: hits, Expected: int64(procs * hits)}
-	g, err := Start(roleFlock, procs, append([]string{"STRESS_DIR=" + dir, "STRESS_MODE=" + string(mode), "STRESS_HITS=" + strconv.Itoa(hits)}, env...)...)
-	if err != nil {
-		return res, err
-	}
-	defer g.Kill()
-	if err := g.Go(); err != nil {
-		return res, err
-	}
-	if _, res.Wall, err = g.Results(); err != nil {
+	var err error
+	if _, res.Wall, err = Run(roleFlock, procs, append([]string{"STRESS_DIR=" + dir, "STRESS_MODE=" + string(mode), "STRESS_HITS=" + strconv.Itoa(hits)}, env...)...); err != nil {
 		return res, err
 	}
 	store, err := fixedfilestore.New(dir, fixedfilestore.Options{})

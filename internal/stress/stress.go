@@ -43,6 +43,21 @@ func Start(role string, n int, env ...string) (*Group, error) {
 	return g, nil
 }
 
+// Run starts n children of role with env, releases them together and
+// waits for them: Start, Go and Results in one, the children killed if
+// anything fails.
+func Run(role string, n int, env ...string) ([]string, time.Duration, error) {
+	g, err := Start(role, n, env...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer g.Kill()
+	if err := g.Go(); err != nil {
+		return nil, 0, err
+	}
+	return g.Results()
+}
+
 // Go releases every child at once.
 func (g *Group) Go() error {
 	g.start = time.Now()
