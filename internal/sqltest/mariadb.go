@@ -1,0 +1,116 @@
+package sqltest
+
+import (
+	"database/sql"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// MariaDBInstallHint is what to run where mariadbd is missing.
+const MariaDBInstallHint = "apt-get install mariadb-server (Debian/Ubuntu) or brew install mariadb (macOS)"
+
+// MariaDBAvailable reports whether mariadbd and mariadb-install-db are
+// installed.
+func MariaDBAvailable() bool {
+	_, _, err := mariadbBinaries()
+	return err == nil
+}
+
+func mariadbBinaries() (server, install string, err error) {
+	for _, name := range []string{"mariadbd", "/usr/sbin/mariadbd", "mysqld", "/usr/sbin/mysqld"} {
+		if server, err = exec.LookPath(name); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("%w: mariadbd not found; install it with: %s", ErrNoServer, MariaDBInstallHint)
+	}
+	for _, name := range []string{"mariadb-install-db", "mysql_install_db"} {
+		if install, err = exec.LookPath(name); err == nil {
+			return server, install, nil
+		}
+	}
+	return "", "", fmt.Errorf("%w: mariadb-install-db not found; install it with: %s", ErrNoServer, MariaDBInstallHint)
+}
+
+// StartMariaDB initialises a data directory and starts mariadbd on a free
+// port of 127.0.0.1, with a database "ratelab" and a user "ratelab" who
+// may use it and see other sessions' lock waits (PROCESS).
+func StartMariaDB() (*Server, error) {
+	server, install, err := mariadbBinaries()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "sqltest-mariadb-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{dir: dir}
+	if err := s.startMariaDB(server, install); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("sqltest: mariadb: %w", err)
+	}
+	return s, nil
+}
+
+func (s *Server) startMariaDB(server, install string) error {
+	data, logFile := filepath.Join(s.dir, "data"), filepath.Join(s.dir, "log")
+	initSQL := fmt.Sprintf(`CREATE DATABASE ratelab;
+CREATE USER 'ratelab'@'127.0.0.1' IDENTIFIED BY '%s';
+GRANT ALL ON ratelab.* TO 'ratelab'@'127.0.0.1';
+GRANT PROCESS ON *.* TO 'ratelab'@'127.0.0.1';
+`, Password)
+	if err := os.WriteFile(filepath.Join(s.dir, "init.sql"), []byte(initSQL), 0o600); err != nil {
+		return err
+	}
+	acct, err := dropRoot("mysql", s.dir)
+	if err != nil {
+		return err
+	}
+	userArgs := []string{}
+	if acct != nil {
+		userArgs = []string{"--user=mysql"}
+	}
+	if err := run(acct, logFile, install, append([]string{"--no-defaults", "--datadir=" + data,
+		"--auth-root-authentication-method=socket", "--skip-test-db"}, userArgs...)...); err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	cmd, err := command(acct, logFile, server, append([]string{"--no-defaults", "--datadir=" + data,
+		"--socket=" + filepath.Join(s.dir, "sock"), "--pid-file=" + filepath.Join(s.dir, "pid"),
+		"--bind-address=127.0.0.1", "--port=" + strconv.Itoa(port), "--skip-name-resolve",
+		"--init-file=" + filepath.Join(s.dir, "init.sql"), "--innodb-buffer-pool-size=32M",
+		"--log-error=" + logFile}, userArgs...)...)
+	if err != nil {
+		return err
+	}
+	if err := s.start(cmd); err != nil {
+		return err
+	}
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = "ratelab", Password, "tcp", s.Addr, "ratelab"
+	s.DSN = cfg.FormatDSN()
+	db, err := sql.Open("mysql", s.DSN)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return s.waitReady(30*time.Second, logFile, db.PingContext)
+}
+
+// MariaDBForTest starts a private MariaDB for t and stops it when t ends;
+// without MariaDB installed the test is skipped with one line saying how
+// to install it.
+func MariaDBForTest(t TB) *Server { t.Helper(); return forTest(t, StartMariaDB) }
+

@@ -1,0 +1,192 @@
+// Package sqltest starts private MariaDB and PostgreSQL servers for tests
+// and demonstrations: a data directory of their own under the system's
+// temporary directory, a free port on 127.0.0.1, a database "ratelab" and
+// a user with a password, stopped and removed when done.
+//
+// Neither server runs as root (PostgreSQL refuses to; MariaDB is told not
+// to): run by root, a server drops to its own system user — "mysql" or
+// "postgres", created by the OS packages — which is given its directory.
+package sqltest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Server is a running private database server.
+type Server struct {
+	Addr string // 127.0.0.1:port
+	// DSN connects to the database "ratelab" as the user "ratelab": a
+	// go-sql-driver/mysql DSN for MariaDB, a postgres:// URL for PostgreSQL.
+	DSN  string
+	cmd  *exec.Cmd
+	dir  string
+	exit chan error
+}
+
+// Password is the password of the user "ratelab" on every private server.
+const Password = "ratelab-test"
+
+// Stop ends the server (SIGTERM, then SIGKILL after 10 s), waits for it
+// and removes its directory.
+func (s *Server) Stop() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.exit:
+		case <-time.After(10 * time.Second):
+			s.cmd.Process.Kill()
+			<-s.exit
+		}
+	}
+	os.RemoveAll(s.dir)
+}
+
+// start runs the server's command, remembering its exit.
+func (s *Server) start(cmd *exec.Cmd) error {
+	s.cmd = cmd
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	s.exit = make(chan error, 1)
+	go func() { s.exit <- cmd.Wait() }()
+	return nil
+}
+
+// waitReady calls ping until it succeeds, the server exits or limit passes.
+func (s *Server) waitReady(limit time.Duration, logFile string, ping func(context.Context) error) error {
+	deadline := time.Now().Add(limit)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := ping(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case exitErr := <-s.exit:
+			s.exit <- exitErr
+			return fmt.Errorf("server exited (%v): %s", exitErr, tail(logFile))
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not ready after %v: %w; log: %s", limit, err, tail(logFile))
+		}
+		time.Sleep(20 * time.Millisecond) // polling for readiness, not for a clock edge
+	}
+}
+
+// tail returns the end of a log file, for an error.
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+// freePort returns a port on 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// account is the system user a server runs as: nil when this process is
+// not root (the server runs as this process's user).
+type account struct{ uid, gid uint32 }
+
+// dropRoot returns the account of the system user name when running as
+// root, after giving it dir; nil otherwise.
+func dropRoot(name, dir string) (*account, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("running as root, the server must drop to its system user %q: %w", name, err)
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	a := &account{uint32(uid), uint32(gid)}
+	err = filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, int(a.uid), int(a.gid))
+	})
+	return a, err
+}
+
+// command is exec.Command running as a (if not nil), with stdout and
+// stderr appended to logFile.
+func command(a *account, logFile string, path string, args ...string) (*exec.Cmd, error) {
+	log, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	if a != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: a.uid, Gid: a.gid}}
+		if err := os.Lchown(logFile, int(a.uid), int(a.gid)); err != nil {
+			return nil, err
+		}
+	}
+	return cmd, nil
+}
+
+// run runs a set-up command to its end, quoting its log on failure.
+func run(a *account, logFile, path string, args ...string) error {
+	cmd, err := command(a, logFile, path, args...)
+	if err != nil {
+		return err
+	}
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %w: %s", filepath.Base(path), err, tail(logFile))
+	}
+	return nil
+}
+
+// TB is the part of testing.TB that ForTest uses; the package does not
+// import testing, so that the ratelab command, which starts servers for
+// its demonstrations, does not link it.
+type TB interface {
+	Helper()
+	Skip(args ...any)
+	Fatal(args ...any)
+	Cleanup(func())
+}
+
+// ErrNoServer is wrapped when a server's binaries are not installed; its
+// message says what to install.
+var ErrNoServer = errors.New("sqltest: database server not installed")
+
+// forTest starts a server with start for t and stops it when t ends;
+// without the server's binaries the test is skipped with one line saying
+// how to install them.
+func forTest(t TB, start func() (*Server, error)) *Server {
+	t.Helper()
+	s, err := start()
+	if errors.Is(err, ErrNoServer) {
+		t.Skip(err.Error())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}

@@ -1,0 +1,129 @@
+package mysqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/ratelab/ratelab"
+)
+
+// queries are the store's statements, with the tables' prefix filled in.
+type queries struct {
+	create                 []string
+	fixed                  string
+	ensure, lock, update   string
+	resetFixed, resetState string
+	sweepFixed, sweepState string
+}
+
+// !+fixed
+
+// fixedSQL is the fixed window's hit. Its arguments: the key, a new
+// window's reset_at, now, the latest reset_at still this rule's, the cap
+// (limit + 1), now, a new window's reset_at. count comes first: each
+// assignment sees the ones before it, and count must test the old
+// reset_at. LAST_INSERT_ID(expr) returns reset_at << 28 | count in the OK
+// packet, for one round trip without RETURNING.
+const fixedSQL = `INSERT INTO {fixed} (k, count, reset_at) VALUES (?, 1, ?)
+ON DUPLICATE KEY UPDATE
+  count = IF(reset_at <= ?, 1, IF(reset_at > ?, count, LEAST(count + 1, ?))),
+  reset_at = LAST_INSERT_ID(IF(reset_at <= ?, ?, reset_at) << 28 | count) >> 28`
+
+// !-fixed
+
+func newQueries(prefix string) queries {
+	r := strings.NewReplacer("{fixed}", prefix+"fixed", "{state}", prefix+"state")
+	return queries{
+		create: []string{
+			r.Replace(`CREATE TABLE IF NOT EXISTS {fixed} (
+  k VARCHAR(80) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY,
+  count BIGINT NOT NULL,
+  reset_at BIGINT NOT NULL,
+  KEY (reset_at)
+) ENGINE=InnoDB`),
+			r.Replace(`CREATE TABLE IF NOT EXISTS {state} (
+  k VARCHAR(80) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY,
+  state BLOB NOT NULL,
+  expires_at BIGINT NOT NULL,
+  KEY (expires_at)
+) ENGINE=InnoDB`),
+		},
+		fixed:      r.Replace(fixedSQL),
+		ensure:     r.Replace(`INSERT INTO {state} (k, state, expires_at) VALUES (?, '', 0) ON DUPLICATE KEY UPDATE k = k`),
+		lock:       r.Replace(`SELECT state FROM {state} WHERE k = ? FOR UPDATE`),
+		update:     r.Replace(`UPDATE {state} SET state = ?, expires_at = ? WHERE k = ?`),
+		resetFixed: r.Replace(`DELETE FROM {fixed} WHERE k = ?`),
+		resetState: r.Replace(`DELETE FROM {state} WHERE k = ?`),
+		sweepFixed: r.Replace(`DELETE FROM {fixed} WHERE reset_at <= ? LIMIT ?`),
+		sweepState: r.Replace(`DELETE FROM {state} WHERE expires_at <= ? LIMIT ?`),
+	}
+}
+
+// CreateTables creates the store's two tables if they do not exist.
+func (s *Store) CreateTables(ctx context.Context) error {
+	for _, q := range s.q.create {
+		if _, err := s.db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("mysqlstore: create tables: %w", err)
+		}
+	}
+	return nil
+}
+
+// SweepBatch is how many rows one DELETE of Sweep removes at most.
+const SweepBatch = 1000
+
+// Sweep is SweepAt(clock()).
+func (s *Store) Sweep(ctx context.Context) (int64, error) { return s.SweepAt(ctx, s.now()) }
+
+// SweepAt deletes the states that can no longer weigh on a hit at now
+// (windows over, allowances full again, MaxSkew later), SweepBatch rows
+// per statement until none is left, and returns how many it deleted.
+func (s *Store) SweepAt(ctx context.Context, now time.Time) (int64, error) {
+	var total int64
+	cutoff := now.Add(-ratelab.MaxSkew).Unix()
+	for _, q := range []string{s.q.sweepFixed, s.q.sweepState} {
+		for {
+			res, err := s.db.ExecContext(ctx, q, cutoff, SweepBatch)
+			if err != nil {
+				return total, fmt.Errorf("mysqlstore: sweep: %w", err)
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return total, fmt.Errorf("mysqlstore: sweep: %w", err)
+			}
+			total += n
+			if n < SweepBatch {
+				break
+			}
+		}
+	}
+	return total, nil
+}
+
+// ErrRefused is wrapped by CheckServer's error when the server answered
+// but refused the settings: a wrong user or password, a database that
+// does not exist or may not be used, tables that may not be created.
+// That is a configuration error to fix before serving, not an outage for
+// the fail policy.
+var ErrRefused = errors.New("mysqlstore: the server refused the connection's settings")
+
+// CheckServer connects, and creates the tables if they are missing. It
+// returns nil when both work, an error wrapping ErrRefused when the server
+// refused (see ErrRefused), and another error when it cannot be reached —
+// an outage, which the fail policy handles once hits come.
+func (s *Store) CheckServer(ctx context.Context) error {
+	err := s.db.PingContext(ctx)
+	if err == nil {
+		err = s.CreateTables(ctx)
+	}
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return fmt.Errorf("%w: %w", ErrRefused, err)
+	}
+	return err
+}

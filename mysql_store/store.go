@@ -1,0 +1,234 @@
+package mysqlstore
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/algorithm"
+)
+
+// DefaultTimeout bounds one hit, lock wait included, by default.
+const DefaultTimeout = 500 * time.Millisecond
+
+// Options configure a Store. The zero value fails open with a 500 ms
+// timeout and tables named ratelab_fixed and ratelab_state.
+type Options struct {
+	FailPolicy ratelab.FailPolicy
+	// Timeout bounds each hit, lock wait included; 0 means DefaultTimeout.
+	Timeout time.Duration
+	Logger  *slog.Logger // nil means slog.Default()
+	// Prefix is put before the tables' names: lower-case letters, digits
+	// and underscores, at most 32; "" means "ratelab_".
+	Prefix string
+	// Clock is the time source of Take; nil means time.Now.
+	Clock func() time.Time
+}
+
+// Store is a MariaDB- or MySQL-backed rate-limit store for every
+// algorithm, safe for concurrent use by any number of goroutines,
+// processes and hosts sharing one database. Create its tables once with
+// CreateTables.
+type Store struct {
+	db      *sql.DB
+	policy  ratelab.FailPolicy
+	timeout time.Duration
+	log     *slog.Logger
+	now     func() time.Time
+	rules   algorithm.Rules
+	fixed   string // the fixed-window statement
+	q       queries
+}
+
+var prefixRE = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
+
+// New returns a Store on db, which OpenDB makes. New does not contact the
+// server: a database that is down is a failure of the first hits, handled
+// by the fail policy.
+func New(db *sql.DB, opts Options) (*Store, error) {
+	if db == nil {
+		return nil, errors.New("mysqlstore: New needs a database")
+	}
+	if opts.Timeout < 0 {
+		return nil, fmt.Errorf("mysqlstore: timeout %v must not be negative", opts.Timeout)
+	}
+	if opts.FailPolicy != ratelab.FailOpen && opts.FailPolicy != ratelab.FailClosed {
+		return nil, fmt.Errorf("mysqlstore: unknown fail policy %v", opts.FailPolicy)
+	}
+	prefix := cmp.Or(opts.Prefix, "ratelab_")
+	if !prefixRE.MatchString(prefix) {
+		return nil, fmt.Errorf("mysqlstore: table prefix %q: use 1 to 32 lower-case letters, digits and underscores", prefix)
+	}
+	s := &Store{db: db, policy: opts.FailPolicy, timeout: cmp.Or(opts.Timeout, DefaultTimeout),
+		log: cmp.Or(opts.Logger, slog.Default()), now: opts.Clock, q: newQueries(prefix)}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s, nil
+}
+
+// OpenDB opens a database for a Store from a go-sql-driver/mysql DSN,
+// user:password@tcp(host:port)/dbname: parameters interpolated by the
+// client (one round trip per statement), connect, read and write timeouts
+// of timeout (0: DefaultTimeout), an InnoDB lock wait of 1 s (the server's
+// unit; the hit's timeout ends the wait sooner) and a pool of idle
+// connections kept for the hits to come. It does not connect.
+func OpenDB(dsn string, timeout time.Duration) (*sql.DB, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("mysqlstore: %w", err)
+	}
+	timeout = cmp.Or(max(timeout, 0), DefaultTimeout)
+	cfg.InterpolateParams = true
+	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = timeout, timeout, timeout
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params["innodb_lock_wait_timeout"] = "1"
+	c, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("mysqlstore: %w", err)
+	}
+	db := sql.OpenDB(c)
+	db.SetMaxOpenConns(64)
+	db.SetMaxIdleConns(64)
+	db.SetConnMaxIdleTime(time.Minute)
+	return db, nil
+}
+
+// Key returns the primary key of the state of key under r: the algorithm
+// and the digest of the rule's state key, as in
+// "fixed:<hex sha256("demo-start:ip:203.0.113.7")>".
+func (s *Store) Key(r ratelab.Rule, key string) string {
+	return string(r.Normalized().Algorithm) + ":" + ratelab.KeyDigest(r.StateKey(key))
+}
+
+// Take takes one hit now; it is TakeAt(ctx, r, key, clock()).
+func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.Decision, error) {
+	return s.TakeAt(ctx, r, key, s.now())
+}
+
+// TakeAt takes one hit of key under r at now and decides it. The hit ends
+// at Options.Timeout or when ctx ends, whichever is first. When the
+// database cannot answer in time, a fail-open store logs and allows the
+// hit with NotCounted set; a fail-closed store logs and returns an error
+// wrapping ratelab.ErrUnavailable; if ctx ended, its error is returned
+// under either policy. An invalid rule or instant, and a state of another
+// rule with the same name (ratelab.ErrRuleConflict, the state left as it
+// was), are errors under either policy.
+func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
+	if err := s.rules.Admit(r, now); err != nil {
+		return ratelab.Decision{}, err
+	}
+	r = r.Normalized()
+	k := s.Key(r, key)
+	tctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	var d ratelab.Decision
+	var err error
+	if r.Algorithm == ratelab.FixedWindow {
+		d, err = s.takeFixed(tctx, k, r, now)
+	} else {
+		d, err = s.takeLocked(tctx, k, r, now)
+	}
+	switch {
+	case err == nil:
+		return d, nil
+	case errors.Is(err, ratelab.ErrRuleConflict):
+		return ratelab.Decision{}, fmt.Errorf("mysqlstore: %s: %w", k, err)
+	}
+	return s.policy.Fail(ctx, s.log, "mysqlstore", slog.String("key", k), r, err)
+}
+
+// countBits is how many low bits of the fixed statement's packed result
+// hold the count.
+const countBits = 28
+
+// takeFixed is the fixed window's one statement.
+func (s *Store) takeFixed(ctx context.Context, k string, r ratelab.Rule, now time.Time) (ratelab.Decision, error) {
+	t, w, skew := now.Unix(), int64(r.Window/time.Second), int64(ratelab.MaxSkew/time.Second)
+	fresh := t + w
+	res, err := s.db.ExecContext(ctx, s.q.fixed, k, fresh, t, t+w+skew, r.Limit+1, t, fresh)
+	if err != nil {
+		return ratelab.Decision{}, err
+	}
+	packed, err := res.LastInsertId()
+	if err != nil {
+		return ratelab.Decision{}, err
+	}
+	count, resetAt := int64(1), fresh // a new row: the statement inserted, and set no result
+	if packed != 0 {
+		count, resetAt = packed&(1<<countBits-1), packed>>countBits
+	}
+	if resetAt > t+w+skew {
+		return ratelab.Decision{}, algorithm.FixedConflict(r, resetAt-t)
+	}
+	return algorithm.FixedDecision(r, count, resetAt, now), nil
+}
+
+// takeLocked runs package algorithm's step on the row under its lock.
+func (s *Store) takeLocked(ctx context.Context, k string, r ratelab.Rule, now time.Time) (d ratelab.Decision, err error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return d, err
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	// Create the row, or take its lock if it exists: SELECT … FOR UPDATE
+	// alone locks no row that does not exist yet.
+	if _, err = tx.ExecContext(ctx, s.q.ensure, k); err != nil {
+		return d, err
+	}
+	var old []byte
+	if err = tx.QueryRowContext(ctx, s.q.lock, k).Scan(&old); err != nil {
+		return d, err
+	}
+	res, err := algorithm.Take(nil, old, r, now)
+	if err != nil {
+		return d, err
+	}
+	if res.Replaced != nil && len(old) > 0 {
+		s.log.Warn("mysqlstore: replaced a corrupt state", "key", k, "cause", res.Replaced)
+	}
+	if res.State != nil {
+		if _, err = tx.ExecContext(ctx, s.q.update, res.State, expiry(res.Decision, now), k); err != nil {
+			return d, err
+		}
+	}
+	return res.Decision, tx.Commit()
+}
+
+// expiry is when a state can be swept: once the key is back to its full
+// allowance, plus MaxSkew for a hit stamped late.
+func expiry(d ratelab.Decision, now time.Time) int64 {
+	return now.Add(d.ResetAfter+ratelab.MaxSkew).Unix() + 1
+}
+
+// Reset forgets the state of key under r: one DELETE, atomic against any
+// hit that runs before or after it.
+func (s *Store) Reset(ctx context.Context, r ratelab.Rule, key string) error {
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	q := s.q.resetState
+	if r.Normalized().Algorithm == ratelab.FixedWindow {
+		q = s.q.resetFixed
+	}
+	if _, err := s.db.ExecContext(ctx, q, s.Key(r, key)); err != nil {
+		return fmt.Errorf("mysqlstore: reset: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,36 @@
+// Package postgresstore keeps rate-limit states in PostgreSQL: several web
+// servers sharing one database count together, where each with files of
+// its own lets limit × hosts through.
+//
+// It uses pgx (github.com/jackc/pgx/v5) through its pool, pgxpool: the
+// PostgreSQL driver Go programs use, which caches each statement prepared
+// on a connection (a hit is then one round trip) and can send several
+// statements in one round trip (a batch).
+//
+// # The fixed window is one statement
+//
+// The original's rule — a count and the instant its window ends — is one
+// INSERT … ON CONFLICT DO UPDATE … RETURNING, atomic on the row: no other
+// session reads the count between this hit's read and write, so none is
+// lost (read-then-write in two statements loses them, as package
+// database_lock shows). Every SET expression of PostgreSQL reads the old
+// row, so the order of the assignments does not matter (in MySQL it does:
+// see package mysqlstore). A window's count stops at limit + 1: past the
+// limit every hit is refused until reset_at whatever the count, so the
+// decisions are the file store's and the row stops growing.
+//
+// # The other algorithms take a row lock
+//
+// The sliding counter, the sliding log and GCRA keep package algorithm's
+// encoding in a bytea and run its step in Go under the row's lock, in two
+// round trips: BEGIN with an upsert that creates or locks the row and
+// returns its state; then the UPDATE with COMMIT. A session that dies
+// holding the lock releases it with its connection; one that waits gives
+// up at lock_timeout, which OpenPool sets to the hit's timeout.
+//
+// # Durability, sweeping
+//
+// Every hit is a commit, durable by the server's settings
+// (synchronous_commit). Rows whose window is over stay until Sweep deletes
+// them, in batches, so that no sweep holds locks long.
+package postgresstore

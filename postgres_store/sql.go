@@ -1,0 +1,118 @@
+package postgresstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/ratelab/ratelab"
+)
+
+// queries are the store's statements, with the tables' prefix filled in.
+type queries struct {
+	create                 []string
+	fixed, lock, update    string
+	resetFixed, resetState string
+	sweepFixed, sweepState string
+}
+
+// !+fixed
+
+// fixedSQL is the fixed window's hit. Its arguments: the key, a new
+// window's reset_at, now, the latest reset_at still this rule's, the cap
+// (limit + 1). Both SET expressions read the old row.
+const fixedSQL = `INSERT INTO {fixed} AS s (k, count, reset_at) VALUES ($1, 1, $2)
+ON CONFLICT (k) DO UPDATE SET
+  count = CASE WHEN s.reset_at <= $3 THEN 1
+               WHEN s.reset_at > $4 THEN s.count
+               ELSE LEAST(s.count + 1, $5) END,
+  reset_at = CASE WHEN s.reset_at <= $3 THEN $2 ELSE s.reset_at END
+RETURNING count, reset_at`
+
+// !-fixed
+
+func newQueries(prefix string) queries {
+	r := strings.NewReplacer("{fixed}", prefix+"fixed", "{state}", prefix+"state")
+	return queries{
+		create: []string{
+			r.Replace(`CREATE TABLE IF NOT EXISTS {fixed} (k text PRIMARY KEY, count bigint NOT NULL, reset_at bigint NOT NULL)`),
+			r.Replace(`CREATE INDEX IF NOT EXISTS {fixed}_reset_at ON {fixed} (reset_at)`),
+			r.Replace(`CREATE TABLE IF NOT EXISTS {state} (k text PRIMARY KEY, state bytea NOT NULL, expires_at bigint NOT NULL)`),
+			r.Replace(`CREATE INDEX IF NOT EXISTS {state}_expires_at ON {state} (expires_at)`),
+		},
+		fixed: r.Replace(fixedSQL),
+		// Creates the row, or locks it and returns its state: the no-op
+		// SET makes ON CONFLICT take the row lock that DO NOTHING would not.
+		lock: r.Replace(`INSERT INTO {state} AS s (k, state, expires_at) VALUES ($1, '', 0)
+ON CONFLICT (k) DO UPDATE SET k = s.k RETURNING state`),
+		update:     r.Replace(`UPDATE {state} SET state = $1, expires_at = $2 WHERE k = $3`),
+		resetFixed: r.Replace(`DELETE FROM {fixed} WHERE k = $1`),
+		resetState: r.Replace(`DELETE FROM {state} WHERE k = $1`),
+		sweepFixed: r.Replace(`DELETE FROM {fixed} WHERE k IN (SELECT k FROM {fixed} WHERE reset_at <= $1 LIMIT $2)`),
+		sweepState: r.Replace(`DELETE FROM {state} WHERE k IN (SELECT k FROM {state} WHERE expires_at <= $1 LIMIT $2)`),
+	}
+}
+
+// CreateTables creates the store's two tables if they do not exist.
+func (s *Store) CreateTables(ctx context.Context) error {
+	for _, q := range s.q.create {
+		if _, err := s.pool.Exec(ctx, q); err != nil {
+			return fmt.Errorf("postgresstore: create tables: %w", err)
+		}
+	}
+	return nil
+}
+
+// SweepBatch is how many rows one DELETE of Sweep removes at most.
+const SweepBatch = 1000
+
+// Sweep is SweepAt(clock()).
+func (s *Store) Sweep(ctx context.Context) (int64, error) { return s.SweepAt(ctx, s.now()) }
+
+// SweepAt deletes the states that can no longer weigh on a hit at now
+// (windows over, allowances full again, MaxSkew later), SweepBatch rows
+// per statement until none is left, and returns how many it deleted.
+func (s *Store) SweepAt(ctx context.Context, now time.Time) (int64, error) {
+	var total int64
+	cutoff := now.Add(-ratelab.MaxSkew).Unix()
+	for _, q := range []string{s.q.sweepFixed, s.q.sweepState} {
+		for {
+			tag, err := s.pool.Exec(ctx, q, cutoff, SweepBatch)
+			if err != nil {
+				return total, fmt.Errorf("postgresstore: sweep: %w", err)
+			}
+			total += tag.RowsAffected()
+			if tag.RowsAffected() < SweepBatch {
+				break
+			}
+		}
+	}
+	return total, nil
+}
+
+// ErrRefused is wrapped by CheckServer's error when the server answered
+// but refused the settings: a wrong user or password, a database that
+// does not exist or may not be used, tables that may not be created.
+// That is a configuration error to fix before serving, not an outage for
+// the fail policy.
+var ErrRefused = errors.New("postgresstore: the server refused the connection's settings")
+
+// CheckServer connects, and creates the tables if they are missing. It
+// returns nil when both work, an error wrapping ErrRefused when the server
+// refused (see ErrRefused), and another error when it cannot be reached —
+// an outage, which the fail policy handles once hits come.
+func (s *Store) CheckServer(ctx context.Context) error {
+	err := s.pool.Ping(ctx)
+	if err == nil {
+		err = s.CreateTables(ctx)
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%w: %w", ErrRefused, err)
+	}
+	return err
+}

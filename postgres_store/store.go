@@ -1,0 +1,213 @@
+package postgresstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/algorithm"
+)
+
+// DefaultTimeout bounds one hit, lock wait included, by default.
+const DefaultTimeout = 500 * time.Millisecond
+
+// Options configure a Store. The zero value fails open with a 500 ms
+// timeout and tables named ratelab_fixed and ratelab_state.
+type Options struct {
+	FailPolicy ratelab.FailPolicy
+	// Timeout bounds each hit, lock wait included; 0 means DefaultTimeout.
+	Timeout time.Duration
+	Logger  *slog.Logger // nil means slog.Default()
+	// Prefix is put before the tables' names: lower-case letters, digits
+	// and underscores, at most 32; "" means "ratelab_".
+	Prefix string
+	// Clock is the time source of Take; nil means time.Now.
+	Clock func() time.Time
+}
+
+// Store is a PostgreSQL-backed rate-limit store for every algorithm, safe
+// for concurrent use by any number of goroutines, processes and hosts
+// sharing one database. Create its tables once with CreateTables.
+type Store struct {
+	pool    *pgxpool.Pool
+	policy  ratelab.FailPolicy
+	timeout time.Duration
+	log     *slog.Logger
+	now     func() time.Time
+	rules   algorithm.Rules
+	q       queries
+}
+
+var prefixRE = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
+
+// New returns a Store on pool, which OpenPool makes. New does not contact
+// the server: a database that is down is a failure of the first hits,
+// handled by the fail policy.
+func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
+	if pool == nil {
+		return nil, errors.New("postgresstore: New needs a pool")
+	}
+	if opts.Timeout < 0 {
+		return nil, fmt.Errorf("postgresstore: timeout %v must not be negative", opts.Timeout)
+	}
+	if opts.FailPolicy != ratelab.FailOpen && opts.FailPolicy != ratelab.FailClosed {
+		return nil, fmt.Errorf("postgresstore: unknown fail policy %v", opts.FailPolicy)
+	}
+	prefix := cmp.Or(opts.Prefix, "ratelab_")
+	if !prefixRE.MatchString(prefix) {
+		return nil, fmt.Errorf("postgresstore: table prefix %q: use 1 to 32 lower-case letters, digits and underscores", prefix)
+	}
+	s := &Store{pool: pool, policy: opts.FailPolicy, timeout: cmp.Or(opts.Timeout, DefaultTimeout),
+		log: cmp.Or(opts.Logger, slog.Default()), now: opts.Clock, q: newQueries(prefix)}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s, nil
+}
+
+// OpenPool makes a pool for a Store from a postgres:// URL or a key=value
+// connection string: connections time out after timeout (0:
+// DefaultTimeout), and so do lock waits (lock_timeout), so that a hit
+// never waits on a row lock past its own timeout. It does not connect.
+func OpenPool(url string, timeout time.Duration) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgresstore: %w", err)
+	}
+	timeout = cmp.Or(max(timeout, 0), DefaultTimeout)
+	cfg.ConnConfig.ConnectTimeout = timeout
+	cfg.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt(timeout.Milliseconds(), 10)
+	cfg.MaxConns = max(cfg.MaxConns, 16)
+	cfg.MaxConnIdleTime = time.Minute
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgresstore: %w", err)
+	}
+	return pool, nil
+}
+
+// Key returns the primary key of the state of key under r: the algorithm
+// and the digest of the rule's state key, as in
+// "fixed:<hex sha256("demo-start:ip:203.0.113.7")>".
+func (s *Store) Key(r ratelab.Rule, key string) string {
+	return string(r.Normalized().Algorithm) + ":" + ratelab.KeyDigest(r.StateKey(key))
+}
+
+// Take takes one hit now; it is TakeAt(ctx, r, key, clock()).
+func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.Decision, error) {
+	return s.TakeAt(ctx, r, key, s.now())
+}
+
+// TakeAt takes one hit of key under r at now and decides it. The hit ends
+// at Options.Timeout or when ctx ends, whichever is first. When the
+// database cannot answer in time, a fail-open store logs and allows the
+// hit with NotCounted set; a fail-closed store logs and returns an error
+// wrapping ratelab.ErrUnavailable; if ctx ended, its error is returned
+// under either policy. An invalid rule or instant, and a state of another
+// rule with the same name (ratelab.ErrRuleConflict, the state left as it
+// was), are errors under either policy.
+func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
+	if err := s.rules.Admit(r, now); err != nil {
+		return ratelab.Decision{}, err
+	}
+	r = r.Normalized()
+	k := s.Key(r, key)
+	tctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	var d ratelab.Decision
+	var err error
+	if r.Algorithm == ratelab.FixedWindow {
+		d, err = s.takeFixed(tctx, k, r, now)
+	} else {
+		d, err = s.takeLocked(tctx, k, r, now)
+	}
+	switch {
+	case err == nil:
+		return d, nil
+	case errors.Is(err, ratelab.ErrRuleConflict):
+		return ratelab.Decision{}, fmt.Errorf("postgresstore: %s: %w", k, err)
+	}
+	return s.policy.Fail(ctx, s.log, "postgresstore", slog.String("key", k), r, err)
+}
+
+// takeFixed is the fixed window's one statement.
+func (s *Store) takeFixed(ctx context.Context, k string, r ratelab.Rule, now time.Time) (ratelab.Decision, error) {
+	t, w, skew := now.Unix(), int64(r.Window/time.Second), int64(ratelab.MaxSkew/time.Second)
+	var count, resetAt int64
+	if err := s.pool.QueryRow(ctx, s.q.fixed, k, t+w, t, t+w+skew, r.Limit+1).Scan(&count, &resetAt); err != nil {
+		return ratelab.Decision{}, err
+	}
+	if resetAt > t+w+skew {
+		return ratelab.Decision{}, algorithm.FixedConflict(r, resetAt-t)
+	}
+	return algorithm.FixedDecision(r, count, resetAt, now), nil
+}
+
+// takeLocked runs package algorithm's step on the row under its lock, in
+// two round trips: BEGIN and the locking upsert; the UPDATE and COMMIT.
+func (s *Store) takeLocked(ctx context.Context, k string, r ratelab.Rule, now time.Time) (ratelab.Decision, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return ratelab.Decision{}, err
+	}
+	// A connection released inside a transaction (an error below) is
+	// closed by the pool, never reused: its lock goes with it.
+	defer conn.Release()
+	var old []byte
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(s.q.lock, k).QueryRow(func(row pgx.Row) error { return row.Scan(&old) })
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return ratelab.Decision{}, err
+	}
+	res, err := algorithm.Take(nil, old, r, now)
+	if err != nil {
+		conn.Exec(ctx, "ROLLBACK")
+		return ratelab.Decision{}, err
+	}
+	if res.Replaced != nil && len(old) > 0 {
+		s.log.Warn("postgresstore: replaced a corrupt state", "key", k, "cause", res.Replaced)
+	}
+	b = &pgx.Batch{}
+	if res.State != nil {
+		b.Queue(s.q.update, res.State, expiry(res.Decision, now), k)
+	}
+	b.Queue("COMMIT")
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return ratelab.Decision{}, err
+	}
+	return res.Decision, nil
+}
+
+// expiry is when a state can be swept: once the key is back to its full
+// allowance, plus MaxSkew for a hit stamped late.
+func expiry(d ratelab.Decision, now time.Time) int64 {
+	return now.Add(d.ResetAfter+ratelab.MaxSkew).Unix() + 1
+}
+
+// Reset forgets the state of key under r: one DELETE, atomic against any
+// hit that runs before or after it.
+func (s *Store) Reset(ctx context.Context, r ratelab.Rule, key string) error {
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	q := s.q.resetState
+	if r.Normalized().Algorithm == ratelab.FixedWindow {
+		q = s.q.resetFixed
+	}
+	if _, err := s.pool.Exec(ctx, q, s.Key(r, key)); err != nil {
+		return fmt.Errorf("postgresstore: reset: %w", err)
+	}
+	return nil
+}
