@@ -1,0 +1,194 @@
+package databaselock
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql" // the "mysql" driver
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
+
+	"github.com/ratelab/ratelab/internal/childproc"
+)
+
+const roleSession = "database_lock/session"
+
+// Roles are this package's child roles, for childproc.RunIfChild: a
+// session, one connection of its own, that runs the statements its parent
+// sends it, one at a time.
+func Roles() childproc.Roles { return childproc.Roles{roleSession: sessionChild} }
+
+// sessionChild connects, prints "ready <server session id>", then for each
+// line of stdin runs it as one statement and prints "row <columns>" for
+// each row it returns, then "done", or "error <message>".
+func sessionChild() error {
+	d, ok := dialects[os.Getenv("RATELAB_DB_DIALECT")]
+	if !ok {
+		return fmt.Errorf("RATELAB_DB_DIALECT %q is not a dialect", os.Getenv("RATELAB_DB_DIALECT"))
+	}
+	db, err := sql.Open(d.driver, os.Getenv("RATELAB_DB_DSN"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	var id int64
+	if err := conn.QueryRowContext(ctx, d.sessionID).Scan(&id); err != nil {
+		return err
+	}
+	childproc.Say("ready %d", id)
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		rows, err := conn.QueryContext(ctx, in.Text())
+		if err != nil {
+			childproc.Say("error %s", oneLine(err.Error()))
+			continue
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]sql.NullString, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err = rows.Scan(ptrs...); err != nil {
+				break
+			}
+			var out []string
+			for _, v := range vals {
+				out = append(out, v.String)
+			}
+			childproc.Say("row %s", strings.Join(out, " "))
+		}
+		if err == nil {
+			err = rows.Err()
+		}
+		rows.Close()
+		if err != nil {
+			childproc.Say("error %s", oneLine(err.Error()))
+			continue
+		}
+		childproc.Say("done")
+	}
+	return in.Err()
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// session is a child process holding one connection to the server: a
+// client of its own, as a PHP process of the original would be.
+type session struct {
+	name string
+	p    *childproc.Proc
+	id   int64 // the server's id of its connection
+	d    *dialect
+}
+
+func startSession(d *dialect, dsn, name string) (*session, error) {
+	p, err := childproc.Start(name, roleSession, "RATELAB_DB_DIALECT="+d.key, "RATELAB_DB_DSN="+dsn)
+	if err != nil {
+		return nil, err
+	}
+	line, err := p.Expect("ready ")
+	if err != nil {
+		p.Kill()
+		return nil, err
+	}
+	s := &session{name: name, p: p, d: d}
+	if _, err := fmt.Sscan(line, &s.id); err != nil {
+		p.Kill()
+		return nil, fmt.Errorf("%s: bad ready line %q", name, line)
+	}
+	return s, nil
+}
+
+// send sends one statement without waiting for its result.
+func (s *session) send(stmt string) error { return s.p.Send(oneLine(stmt)) }
+
+// result waits for the result of the statement sent last: its rows (each
+// a line of space-separated columns), or the server's error as a value.
+func (s *session) result() (rows []string, stmtErr string, err error) {
+	for {
+		line, err := s.p.Expect("")
+		if err != nil {
+			return nil, "", err
+		}
+		switch {
+		case line == "done":
+			return rows, "", nil
+		case strings.HasPrefix(line, "row"):
+			rows = append(rows, strings.TrimSpace(strings.TrimPrefix(line, "row")))
+		case strings.HasPrefix(line, "error "):
+			return rows, strings.TrimPrefix(line, "error "), nil
+		default:
+			return nil, "", fmt.Errorf("%s printed %q", s.name, line)
+		}
+	}
+}
+
+// do runs one statement that must succeed and returns its rows.
+func (s *session) do(stmt string) ([]string, error) {
+	if err := s.send(stmt); err != nil {
+		return nil, err
+	}
+	rows, stmtErr, err := s.result()
+	if err == nil && stmtErr != "" {
+		err = fmt.Errorf("%s: %s: %s", s.name, oneLine(stmt), stmtErr)
+	}
+	return rows, err
+}
+
+// one runs a statement that must return one row of one column.
+func (s *session) one(stmt string) (string, error) {
+	rows, err := s.do(stmt)
+	if err == nil && len(rows) != 1 {
+		err = fmt.Errorf("%s: %s returned %d rows", s.name, oneLine(stmt), len(rows))
+	}
+	if err != nil {
+		return "", err
+	}
+	return rows[0], nil
+}
+
+// close ends the session: stdin closed, the child exits, its connection
+// closes.
+func (s *session) close() { s.p.Close() }
+
+// kill ends the child with SIGKILL in the middle of whatever it holds:
+// only the server's noticing the dropped connection can clean up after it.
+func (s *session) kill() { s.p.Kill() }
+
+// waitBlocked returns once the server reports that s waits for a lock —
+// the evidence that its statement is held, not merely slow — and fails
+// after childproc.Timeout.
+func waitBlocked(ctx context.Context, admin *sql.DB, s *session) error {
+	deadline := time.Now().Add(childproc.Timeout)
+	for {
+		var n int
+		args := []any{s.id}
+		if s.d == mariadb {
+			args = append(args, s.id)
+		}
+		if err := admin.QueryRowContext(ctx, s.d.waiting, args...).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s is not waiting for a lock after %v; stderr: %s", s.name, childproc.Timeout, s.p.Stderr())
+		}
+		// Polling the server for a state, not for a clock edge; no faster
+		// than every 0.1 s, because InnoDB refreshes the cache behind
+		// INNODB_TRX only when it was not read for that long.
+		time.Sleep(120 * time.Millisecond)
+	}
+}
