@@ -5,7 +5,7 @@ GO ?= go
 PKGS := ./...
 
 .PHONY: all test fmt-check tidy-check vet staticcheck cross test-race demo demo-broken demo-fixed demo-race \
-	demo-boundary demo-redis figures serve-broken serve-fixed bench bench-peers docs fuzz bin/ratelab
+	demo-boundary demo-redis demo-db figures serve-broken serve-fixed bench bench-peers docs fuzz bin/ratelab
 
 # The demos' workload: enough requests that a pool of 4 shows its 4 × 30.
 DEMO_FLAGS ?= -requests 130 -limit 30 -window 1h -workers 4 -concurrency 8
@@ -51,6 +51,8 @@ bin/ratelab:
 demo: demo-broken demo-fixed demo-race demo-boundary
 	@if command -v redis-server >/dev/null; then $(MAKE) --no-print-directory demo-redis; \
 	else echo "== demo-redis skipped: redis-server not found (install: apt-get install redis-server)"; fi
+	@if bin/ratelab db -check >/dev/null 2>&1; then $(MAKE) --no-print-directory demo-db; \
+	else echo "== demo-db skipped: $$(bin/ratelab db -check 2>&1)"; fi
 
 ## demo-broken: the in-memory store under single, pool and cgi — 429 only in single
 demo-broken: bin/ratelab
@@ -76,6 +78,11 @@ demo-boundary: bin/ratelab
 demo-redis: bin/ratelab
 	@echo "== demo-redis: beyond one host (starts a private redis-server)"
 	@bin/ratelab redis
+
+## demo-db: the database lock — lost updates in SQL, lock rows, two hosts on one database (private MariaDB and PostgreSQL)
+demo-db: bin/ratelab
+	@echo "== demo-db: the database lock (starts a private mariadbd and postgres)"
+	@bin/ratelab db
 
 ## figures: regenerate the SVG charts in docs/figures (standard library only)
 figures: bin/ratelab

@@ -14,11 +14,8 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab"
-	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
-	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/httplimit"
 	"github.com/ratelab/ratelab/internal/childproc"
-	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
 // The harness's child roles.
@@ -47,9 +44,12 @@ func Roles() childproc.Roles {
 // demo" endpoint behind the limiter, keyed as the original keys it, on the
 // client's address.
 type App struct {
-	Store      string // "memory", "file" or "redis"
-	Dir        string // base directory of the file store
-	RedisURL   string // the Redis store's server, redis://host:port/db
+	Store    string // "memory", "file", "redis", "mysql" or "postgres"
+	Dir      string // base directory of the file store
+	RedisURL string // the Redis store's server, redis://host:port/db
+	// DSN is the mysql store's go-sql-driver/mysql DSN or the postgres
+	// store's postgres:// URL.
+	DSN        string
 	Limit      int
 	Window     time.Duration
 	FailPolicy ratelab.FailPolicy
@@ -90,8 +90,16 @@ func (a App) Validate() error {
 		if a.RedisURL == "" {
 			return errors.New("harness: the redis store needs a server (-redis redis://127.0.0.1:6379/0)")
 		}
+	case "mysql":
+		if a.DSN == "" {
+			return errors.New("harness: the mysql store needs a database (-mysql 'user:password@tcp(127.0.0.1:3306)/ratelab')")
+		}
+	case "postgres":
+		if a.DSN == "" {
+			return errors.New("harness: the postgres store needs a database (-postgres postgres://user:password@127.0.0.1:5432/ratelab)")
+		}
 	default:
-		return fmt.Errorf("harness: unknown store %q: use memory, file or redis", a.Store)
+		return fmt.Errorf("harness: unknown store %q: use memory, file, redis, mysql or postgres", a.Store)
 	}
 	return a.Rule().Validate()
 }
@@ -102,6 +110,7 @@ func (a App) env() []string {
 		"RATELAB_STORE=" + a.Store,
 		"RATELAB_DIR=" + a.Dir,
 		"RATELAB_REDIS=" + a.RedisURL,
+		"RATELAB_DSN=" + a.DSN,
 		"RATELAB_LIMIT=" + strconv.Itoa(a.Limit),
 		"RATELAB_WINDOW=" + a.Window.String(),
 		"RATELAB_FAIL=" + a.FailPolicy.String(),
@@ -114,7 +123,7 @@ func (a App) env() []string {
 
 func appFromEnv() (App, error) {
 	a := App{Store: os.Getenv("RATELAB_STORE"), Dir: os.Getenv("RATELAB_DIR"), RedisURL: os.Getenv("RATELAB_REDIS"),
-		FrontToken: os.Getenv("RATELAB_FRONT_TOKEN")}
+		DSN: os.Getenv("RATELAB_DSN"), FrontToken: os.Getenv("RATELAB_FRONT_TOKEN")}
 	var err error
 	if a.Limit, err = strconv.Atoi(os.Getenv("RATELAB_LIMIT")); err != nil {
 		return a, fmt.Errorf("RATELAB_LIMIT: %w", err)
@@ -144,29 +153,10 @@ func (a App) Handler(logger *slog.Logger) (http.Handler, error) {
 	if err := a.Validate(); err != nil {
 		return nil, err
 	}
-	// !+store
-	var store ratelab.Store
-	switch a.Store {
-	case "memory":
-		store = new(brokeninmemory.Store)
-	case "file":
-		s, err := fixedfilestore.New(a.Dir, fixedfilestore.Options{FailPolicy: a.FailPolicy, Logger: logger})
-		if err != nil {
-			return nil, err
-		}
-		store = s
-	case "redis":
-		c, err := redisstore.NewClient(a.RedisURL, 0)
-		if err != nil {
-			return nil, err
-		}
-		s, err := redisstore.New(c, redisstore.Options{FailPolicy: a.FailPolicy, Logger: logger})
-		if err != nil {
-			return nil, err
-		}
-		store = s
+	store, err := a.newStore(logger)
+	if err != nil {
+		return nil, err
 	}
-	// !-store
 	l, err := ratelab.NewLimiter(store, a.Rule())
 	if err != nil {
 		return nil, err

@@ -55,6 +55,8 @@ func Expect(s Scenario) (ok int, why string) {
 	switch {
 	case s.App.Store == "redis":
 		return min(n, limit), fmt.Sprintf("429 from #%d: every process on every host shares one Redis", limit+1)
+	case s.App.Store == "mysql" || s.App.Store == "postgres":
+		return min(n, limit), fmt.Sprintf("429 from #%d: every process on every host shares one database", limit+1)
 	case s.App.Store == "file" && s.Model == TwoHosts:
 		return shares(2), fmt.Sprintf("2 hosts × %d = %d let through: flock(2) stops at each machine's edge", limit, 2*limit)
 	case s.App.Store == "file":
@@ -185,7 +187,7 @@ func Demo(ctx context.Context, store string, app App, workers int, w Workload, d
 	for _, m := range Models() {
 		rows = append(rows, modelStore{m, store})
 	}
-	return runRows(ctx, Report{Store: store}, rows, app, workers, w, dir, nil, progress)
+	return runRows(ctx, Report{Store: store}, rows, app, workers, w, dir, nil, progress, nil)
 }
 
 // RedisDemo runs the two-hosts model with the file store and with Redis,
@@ -194,7 +196,21 @@ func Demo(ctx context.Context, store string, app App, workers int, w Workload, d
 func RedisDemo(ctx context.Context, app App, workers int, w Workload, dir, redisURL string, reset func() error, progress io.Writer) (Report, error) {
 	app.RedisURL = redisURL
 	rows := []modelStore{{TwoHosts, "file"}, {TwoHosts, "redis"}, {Single, "redis"}, {Pool, "redis"}, {CGI, "redis"}}
-	return runRows(ctx, Report{Store: "file, redis"}, rows, app, workers, w, dir, reset, progress)
+	return runRows(ctx, Report{Store: "file, redis"}, rows, app, workers, w, dir, reset, progress, nil)
+}
+
+// DatabaseDemo runs the two-hosts model with the file store, then with
+// each database store whose DSN dsns holds ("mysql", "postgres"), one by
+// one and as a burst. reset runs before every row so that each starts with
+// empty tables.
+func DatabaseDemo(ctx context.Context, app App, workers int, w Workload, dir string, dsns map[string]string, reset func() error, progress io.Writer) (Report, error) {
+	rows := []modelStore{{TwoHosts, "file"}}
+	for _, st := range []string{"mysql", "postgres"} {
+		if dsns[st] != "" {
+			rows = append(rows, modelStore{TwoHosts, st})
+		}
+	}
+	return runRows(ctx, Report{Store: "file, databases"}, rows, app, workers, w, dir, reset, progress, dsns)
 }
 
 type modelStore struct {
@@ -205,7 +221,8 @@ type modelStore struct {
 // runRows runs each row one request at a time, then each as a burst if the
 // workload has one, each on a fresh host with fresh state: a new directory
 // under dir for the file store, and reset (if not nil) before every row.
-func runRows(ctx context.Context, rep Report, rows []modelStore, app App, workers int, w Workload, dir string, reset func() error, progress io.Writer) (Report, error) {
+// dsns are the database stores' DSNs, by store.
+func runRows(ctx context.Context, rep Report, rows []modelStore, app App, workers int, w Workload, dir string, reset func() error, progress io.Writer, dsns map[string]string) (Report, error) {
 	modes := []Workload{{Requests: w.Requests, Concurrency: 1}, w}
 	if !w.Burst() {
 		modes = modes[:1]
@@ -214,6 +231,9 @@ func runRows(ctx context.Context, rep Report, rows []modelStore, app App, worker
 		for _, r := range rows {
 			a := app
 			a.Store = r.store
+			if dsn, ok := dsns[r.store]; ok {
+				a.DSN = dsn
+			}
 			if r.store == "file" {
 				d, err := os.MkdirTemp(dir, string(r.model)+"-")
 				if err != nil {

@@ -58,12 +58,14 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("serve", stdout)
 	model := f.String("model", "", "cgi, pool, single or two-hosts (required)")
-	store := f.String("store", "", "memory, file or redis (required)")
+	store := f.String("store", "", "memory, file, redis, mysql or postgres (required)")
 	addr := f.String("addr", "127.0.0.1:8080", "address to listen on")
 	algo := f.String("algorithm", "fixed", "fixed, sliding, log or gcra")
 	burst := f.Int("burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)")
-	fail := f.String("fail", "open", "file and redis stores: what to do when the state cannot be reached: open or closed")
+	fail := f.String("fail", "open", "file, redis and database stores: what to do when the state cannot be reached: open or closed")
 	redisURL := f.String("redis", "", "redis store: the server, e.g. redis://127.0.0.1:6379/0 (a cluster: ?addr=host:port…; Sentinel: ?master_name=name)")
+	mysqlDSN := f.String("mysql", "", "mysql store: the database, e.g. 'user:password@tcp(127.0.0.1:3306)/ratelab'")
+	pgURL := f.String("postgres", "", "postgres store: the database, e.g. postgres://user:password@127.0.0.1:5432/ratelab")
 	f.limitFlag().windowFlag().workersFlag().dirFlag().atFlag()
 	if err := f.parse(args); err != nil {
 		return 0, err
@@ -80,7 +82,8 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, usagef("-fail %q: use open or closed", *fail)
 	}
-	app := harness.App{Store: *store, Limit: f.limit, Window: f.window, Dir: f.dir, Algorithm: alg, Burst: *burst, FailPolicy: policy, RedisURL: *redisURL}
+	app := harness.App{Store: *store, Limit: f.limit, Window: f.window, Dir: f.dir, Algorithm: alg, Burst: *burst, FailPolicy: policy, RedisURL: *redisURL,
+		DSN: dsnFor(*store, *mysqlDSN, *pgURL)}
 	if app.Now, err = f.atOrZero(); err != nil {
 		return 0, err
 	}
@@ -128,11 +131,13 @@ func cmdCGI(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, usagef("%v", harness.ErrNotCGI)
 	}
 	f := newFlags("cgi", io.Discard)
-	store := f.String("store", "", "memory, file or redis (required)")
+	store := f.String("store", "", "memory, file, redis, mysql or postgres (required)")
 	algo := f.String("algorithm", "fixed", "fixed, sliding, log or gcra")
 	burst := f.Int("burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)")
-	fail := f.String("fail", "open", "file and redis stores: what to do when the state cannot be reached: open or closed")
+	fail := f.String("fail", "open", "file, redis and database stores: what to do when the state cannot be reached: open or closed")
 	redisURL := f.String("redis", "", "redis store: the server, e.g. redis://127.0.0.1:6379/0 (a cluster: ?addr=host:port…; Sentinel: ?master_name=name)")
+	mysqlDSN := f.String("mysql", "", "mysql store: the database, e.g. 'user:password@tcp(127.0.0.1:3306)/ratelab'")
+	pgURL := f.String("postgres", "", "postgres store: the database, e.g. postgres://user:password@127.0.0.1:5432/ratelab")
 	f.limitFlag().windowFlag().dirFlag()
 	app, err := func() (harness.App, error) {
 		if err := f.parse(args); err != nil {
@@ -146,8 +151,8 @@ func cmdCGI(args []string, stdout, stderr io.Writer) (int, error) {
 		if err != nil {
 			return harness.App{}, err
 		}
-		a := harness.App{Store: *store, Dir: f.dir, RedisURL: *redisURL, Limit: f.limit, Window: f.window,
-			Algorithm: alg, Burst: *burst, FailPolicy: policy}
+		a := harness.App{Store: *store, Dir: f.dir, RedisURL: *redisURL, DSN: dsnFor(*store, *mysqlDSN, *pgURL),
+			Limit: f.limit, Window: f.window, Algorithm: alg, Burst: *burst, FailPolicy: policy}
 		return a, a.Validate()
 	}()
 	if err != nil {
@@ -161,10 +166,11 @@ func cmdCGI(args []string, stdout, stderr io.Writer) (int, error) {
 }
 
 // checkServe finds configuration errors before serve prints its URL: a
-// state directory that cannot be used, a Redis that refuses the URL's
-// password or database, more workers than harness.MaxWorkers. A Redis that
-// cannot be reached is an outage, not a configuration error: it is
-// reported, and the hits follow the fail policy until it is back.
+// state directory that cannot be used, a Redis or a database that refuses
+// the password or database named, a DSN that cannot be parsed, more
+// workers than harness.MaxWorkers. A server that cannot be reached is an
+// outage, not a configuration error: it is reported, and the hits follow
+// the fail policy until it is back. A database's tables are created here.
 func checkServe(app harness.App, workers int, stderr io.Writer) error {
 	if workers > harness.MaxWorkers {
 		return usagef("-workers %d: at most %d", workers, harness.MaxWorkers)
@@ -189,6 +195,24 @@ func checkServe(app harness.App, workers int, stderr io.Writer) error {
 		case err != nil:
 			fmt.Fprintf(stderr, "ratelab serve: warning: redis at %s is unreachable (%v); until it is back every hit fails %s\n", app.RedisURL, err, app.FailPolicy)
 		}
+	case "mysql", "postgres":
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := app.CheckDatabase(ctx)
+		switch {
+		case errors.Is(err, harness.ErrConfig):
+			return usagef("-%s: %v", app.Store, strings.TrimPrefix(err.Error(), "harness: configuration error: "))
+		case err != nil:
+			fmt.Fprintf(stderr, "ratelab serve: warning: the %s database is unreachable (%v); until it is back every hit fails %s\n", app.Store, err, app.FailPolicy)
+		}
 	}
 	return nil
+}
+
+// dsnFor picks the database flag of store.
+func dsnFor(store, mysqlDSN, pgURL string) string {
+	if store == "postgres" {
+		return pgURL
+	}
+	return mysqlDSN
 }

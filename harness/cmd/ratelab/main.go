@@ -26,6 +26,7 @@ import (
 	"os"
 	"strings"
 
+	databaselock "github.com/ratelab/ratelab/database_lock"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/childproc"
 	"github.com/ratelab/ratelab/internal/stress"
@@ -41,7 +42,7 @@ const (
 )
 
 func main() {
-	childproc.RunIfChild(harness.Roles(), racetests.Roles(), windowboundary.Roles(), stress.Roles())
+	childproc.RunIfChild(harness.Roles(), racetests.Roles(), windowboundary.Roles(), stress.Roles(), databaselock.Roles())
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -57,9 +58,9 @@ func commands() []command {
 	return []command{
 		{"demo", "-store memory|file [-requests 40] [-limit 30] [-window 1h] [-workers 4] [-concurrency 8] [-at RFC3339] [-stable]",
 			"the endpoint under single, pool and cgi: where 429 appears", cmdDemo},
-		{"serve", "-model cgi|pool|single|two-hosts -store memory|file|redis [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed] [-redis URL]",
+		{"serve", "-model cgi|pool|single|two-hosts -store memory|file|redis|mysql|postgres [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed] [-redis URL] [-mysql DSN] [-postgres URL]",
 			"serve the endpoint to curl, until Ctrl-C", cmdServe},
-		{"cgi", "-store memory|file|redis [-dir DIR] [-redis URL] [-limit 30] [-window 1h] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed]",
+		{"cgi", "-store memory|file|redis|mysql|postgres [-dir DIR] [-redis URL] [-mysql DSN] [-postgres URL] [-limit 30] [-window 1h] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed]",
 			"the endpoint as a CGI program, for a web server's cgi-bin", cmdCGI},
 		{"hit", "-dir DIR -key KEY [-rule demo-start] [-limit 30] [-window 1h] [-at RFC3339] [-fail open|closed] [-algorithm fixed|sliding|log|gcra] [-burst N] [-refusals default|count|ignore]",
 			"take one hit in the file store and print the decision", cmdHit},
@@ -72,6 +73,8 @@ func commands() []command {
 		{"bench", "[-o FILE] [-quick]", "per-hit costs and cross-process throughput", cmdBench},
 		{"redis", "[-redis URL] [-requests 130] [-limit 30] [-window 1h] [-workers 2] [-concurrency 8] [-at RFC3339] [-stable] [-svg FILE]",
 			"beyond one host: files against Redis, and two Redis pitfalls", cmdRedis},
+		{"db", "[-check] [-mysql DSN] [-postgres URL] [-requests 130] [-limit 30] [-window 1h] [-workers 2] [-concurrency 8] [-at RFC3339] [-stable]",
+			"the database lock: lost updates in SQL, lock rows, two hosts on one database", cmdDB},
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	databaselock "github.com/ratelab/ratelab/database_lock"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/childproc"
 	"github.com/ratelab/ratelab/internal/stress"
@@ -31,7 +32,7 @@ import (
 const envRunCLI = "RATELAB_TEST_RUN_CLI"
 
 func TestMain(m *testing.M) {
-	childproc.RunIfChild(harness.Roles(), racetests.Roles(), windowboundary.Roles(), stress.Roles())
+	childproc.RunIfChild(harness.Roles(), racetests.Roles(), windowboundary.Roles(), stress.Roles(), databaselock.Roles())
 	if os.Getenv(envRunCLI) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}

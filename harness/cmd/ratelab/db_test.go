@@ -1,0 +1,88 @@
+package main
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ratelab/ratelab/internal/sqltest"
+)
+
+// databases are the private servers of these tests, one of each, started
+// by the first test that needs them and skipped where not installed.
+type database struct {
+	store, flag string
+	start       func(sqltest.TB) *sqltest.Server
+	// badDSN cannot be parsed; wrongPassword and missingDB are refused.
+	badDSN                   string
+	wrongPassword, missingDB func(addr string) string
+	down                     string // nobody listens: an outage
+}
+
+var databases = []database{
+	{"mysql", "-mysql", sqltest.MariaDBForTest, "not a dsn",
+		func(addr string) string { return "ratelab:wrong@tcp(" + addr + ")/ratelab" },
+		func(addr string) string { return "ratelab:" + sqltest.Password + "@tcp(" + addr + ")/nosuchdb" },
+		"ratelab:x@tcp(127.0.0.1:1)/ratelab"},
+	{"postgres", "-postgres", sqltest.PostgresForTest, "postgres://a b",
+		func(addr string) string { return "postgres://ratelab:wrong@" + addr + "/ratelab" },
+		func(addr string) string { return "postgres://ratelab:" + sqltest.Password + "@" + addr + "/nosuchdb" },
+		"postgres://ratelab:x@127.0.0.1:1/ratelab"},
+}
+
+// Configuration errors of a database store exit 2 before the URL; an
+// unreachable database is an outage: a warning, and serve runs. With the
+// right DSN, the CGI model — a new process per request — answers 429 from
+// #31, because every process counts in the one database.
+func TestServeWithADatabase(t *testing.T) {
+	for _, db := range databases {
+		t.Run(db.store, func(t *testing.T) {
+			serve := func(dsn string) (string, int, string) {
+				url, code, stderr := startServe(t, "", "-model", "cgi", "-store", db.store, db.flag, dsn, "-addr", "127.0.0.1:0")
+				return url, code, stderr.String()
+			}
+			url, code, stderr := serve(db.badDSN)
+			assert.Empty(t, url)
+			assert.Equal(t, 2, code, stderr)
+
+			url, _, _ = serve(db.down)
+			assert.NotEmpty(t, url, "an unreachable database is an outage, not a configuration error")
+
+			srv := db.start(t)
+			for _, dsn := range []string{db.wrongPassword(srv.Addr), db.missingDB(srv.Addr)} {
+				url, code, stderr = serve(dsn)
+				assert.Empty(t, url, dsn)
+				assert.Equal(t, 2, code, "%s: %s", dsn, stderr)
+				assert.Contains(t, stderr, "refused", dsn)
+			}
+
+			url, code, stderr = serve(srv.DSN)
+			require.NotEmpty(t, url, "serve exited %d: %s", code, stderr)
+			client := &http.Client{Timeout: 10 * time.Second}
+			var statuses []string
+			for range 35 {
+				resp, err := client.Post(url, "", nil)
+				require.NoError(t, err)
+				resp.Body.Close()
+				statuses = append(statuses, resp.Status[:3])
+			}
+			assert.Equal(t, strings.Repeat("200 ", 30)+strings.Repeat("429 ", 5), strings.Join(statuses, " ")+" ")
+		})
+	}
+}
+
+// make demo-db: every lesson row and every two-hosts row as claimed.
+func TestDBDemo(t *testing.T) {
+	if !sqltest.MariaDBAvailable() || !sqltest.PostgresAvailable() {
+		t.Skip("make demo-db needs MariaDB and PostgreSQL: install them with " + sqltest.MariaDBInstallHint + "; " + sqltest.PostgresInstallHint)
+	}
+	code, stdout, stderr := cli("db", "-requests", "40", "-stable", "-at", "2026-07-09T00:00:00Z")
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	assert.Contains(t, stdout, "PASS: every row shows what the demo claims")
+	assert.Contains(t, stdout, "MariaDB: read, then write: two statements                   1 of 2 hits lost")
+	assert.Contains(t, stdout, "PostgreSQL: lock row committed, holder killed")
+}
