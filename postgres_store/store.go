@@ -77,7 +77,9 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 // OpenPool makes a pool for a Store from a postgres:// URL or a key=value
 // connection string: connections time out after timeout (0:
 // DefaultTimeout), and so do lock waits (lock_timeout), so that a hit
-// never waits on a row lock past its own timeout. It does not connect.
+// never waits on a row lock past its own timeout. Its sessions commit
+// without waiting for the WAL flush (synchronous_commit=off) unless the
+// URL sets synchronous_commit: see the package doc. It does not connect.
 func OpenPool(url string, timeout time.Duration) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -86,6 +88,9 @@ func OpenPool(url string, timeout time.Duration) (*pgxpool.Pool, error) {
 	timeout = cmp.Or(max(timeout, 0), DefaultTimeout)
 	cfg.ConnConfig.ConnectTimeout = timeout
 	cfg.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt(timeout.Milliseconds(), 10)
+	if _, set := cfg.ConnConfig.RuntimeParams["synchronous_commit"]; !set {
+		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	}
 	cfg.MaxConns = max(cfg.MaxConns, 16)
 	cfg.MaxConnIdleTime = time.Minute
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)

@@ -79,6 +79,7 @@ type Result struct {
 	PerHit     PerHit
 	Throughput []Throughput
 	Features   []Feature
+	Databases  []Database
 }
 
 // Run measures everything Options ask for.
@@ -106,6 +107,9 @@ func Run(o Options) (Result, error) {
 		}
 	} else {
 		say("redis-server not found: the Redis row is left out (install: %s)", redistest.InstallHint)
+	}
+	if res.Databases, err = databases(o, say); err != nil {
+		return res, err
 	}
 	for _, n := range o.Procs {
 		say("throughput with %d process(es) × %d hits, %d runs of each …", n, o.HitsEach, o.Repeats)

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"io"
 	"time"
+
+	"github.com/ratelab/ratelab/internal/childproc"
 )
 
 type Options struct {
@@ -25,3 +27,6 @@ func Run(Options) (Result, error) {
 }
 
 func (Result) Markdown(io.Writer) {}
+
+// Roles: none where the benchmark cannot run.
+func Roles() childproc.Roles { return nil }

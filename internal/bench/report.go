@@ -36,6 +36,12 @@ func (r Result) Targets() []Target {
 				t.BoundedOverBlocking, t.BoundedOverBlockingOneP), t.BoundedOverBlocking >= 0.9})
 		}
 	}
+	for _, d := range r.Databases {
+		if d.Relaxed { // with a flush per commit, the disk decides, not the store
+			ts = append(ts, Target{fmt.Sprintf("%s, fixed window ≤ 1.3 × SELECT 1 per hit: %.2f ×", d.Name, d.FixedOverSelect1), d.FixedOverSelect1 <= 1.3})
+		}
+		ts = append(ts, Target{fmt.Sprintf("%s, %d processes on one key count exactly: %.0f hits/s", d.Name, d.HotProcs, d.HotPerSecond), d.HotExact})
+	}
 	return ts
 }
 
@@ -57,6 +63,7 @@ func (r Result) Markdown(w io.Writer) {
 		fmt.Fprintf(w, "The Redis store (`redis_store`, one script per hit, a private redis-server on loopback), in turns with the file store in a loop of its own: %s against %s per hit, %.1f × the file store. On a real network add the round trip.\n\n",
 			us(p.Redis), us(p.RedisStore), p.RedisOverStore)
 	}
+	databaseMarkdown(w, r.Options, r.Databases)
 	fmt.Fprintf(w, "## Many processes\n\nHits per second, all processes released together from a barrier, %d hits each; every run counted every hit. Each cell is the median of %d runs, the three kinds taking turns; the ratio is the median of the runs' ratios.\n\n", r.Options.HitsEach, r.Options.Repeats)
 	fmt.Fprintf(w, "| processes | one hot key, bounded wait | one hot key, blocking flock | bounded ÷ blocking | the same, hitters at GOMAXPROCS=1 | a key per process |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, t := range r.Throughput {

@@ -42,8 +42,9 @@ func mariadbBinaries() (server, install string, err error) {
 
 // StartMariaDB initialises a data directory and starts mariadbd on a free
 // port of 127.0.0.1, with a database "ratelab" and a user "ratelab" who
-// may use it and see other sessions' lock waits (PROCESS).
-func StartMariaDB() (*Server, error) {
+// may use it and see other sessions' lock waits (PROCESS). args are added
+// to mariadbd's command line.
+func StartMariaDB(args ...string) (*Server, error) {
 	server, install, err := mariadbBinaries()
 	if err != nil {
 		return nil, err
@@ -53,14 +54,14 @@ func StartMariaDB() (*Server, error) {
 		return nil, err
 	}
 	s := &Server{dir: dir}
-	if err := s.startMariaDB(server, install); err != nil {
+	if err := s.startMariaDB(server, install, args); err != nil {
 		s.Stop()
 		return nil, fmt.Errorf("sqltest: mariadb: %w", err)
 	}
 	return s, nil
 }
 
-func (s *Server) startMariaDB(server, install string) error {
+func (s *Server) startMariaDB(server, install string, args []string) error {
 	data, logFile := filepath.Join(s.dir, "data"), filepath.Join(s.dir, "log")
 	initSQL := fmt.Sprintf(`CREATE DATABASE ratelab;
 CREATE USER 'ratelab'@'127.0.0.1' IDENTIFIED BY '%s';
@@ -91,7 +92,7 @@ GRANT PROCESS ON *.* TO 'ratelab'@'127.0.0.1';
 		"--socket=" + filepath.Join(s.dir, "sock"), "--pid-file=" + filepath.Join(s.dir, "pid"),
 		"--bind-address=127.0.0.1", "--port=" + strconv.Itoa(port), "--skip-name-resolve",
 		"--init-file=" + filepath.Join(s.dir, "init.sql"), "--innodb-buffer-pool-size=32M",
-		"--log-error=" + logFile}, userArgs...)...)
+		"--log-error=" + logFile}, append(userArgs, args...)...)...)
 	if err != nil {
 		return err
 	}
@@ -112,5 +113,8 @@ GRANT PROCESS ON *.* TO 'ratelab'@'127.0.0.1';
 // MariaDBForTest starts a private MariaDB for t and stops it when t ends;
 // without MariaDB installed the test is skipped with one line saying how
 // to install it.
-func MariaDBForTest(t TB) *Server { t.Helper(); return forTest(t, StartMariaDB) }
+func MariaDBForTest(t TB) *Server {
+	t.Helper()
+	return forTest(t, func() (*Server, error) { return StartMariaDB() })
+}
 

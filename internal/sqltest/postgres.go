@@ -46,8 +46,8 @@ func postgresBindir() (string, error) {
 // StartPostgres initialises a data directory and starts postgres on a free
 // port of 127.0.0.1 (and a socket in its directory), with a superuser
 // "ratelab" who logs in with a password (scram-sha-256) and a database
-// "ratelab".
-func StartPostgres() (*Server, error) {
+// "ratelab". args are added to postgres's command line.
+func StartPostgres(args ...string) (*Server, error) {
 	bindir, err := postgresBindir()
 	if err != nil {
 		return nil, err
@@ -57,14 +57,14 @@ func StartPostgres() (*Server, error) {
 		return nil, err
 	}
 	s := &Server{dir: dir}
-	if err := s.startPostgres(bindir); err != nil {
+	if err := s.startPostgres(bindir, args); err != nil {
 		s.Stop()
 		return nil, fmt.Errorf("sqltest: postgres: %w", err)
 	}
 	return s, nil
 }
 
-func (s *Server) startPostgres(bindir string) error {
+func (s *Server) startPostgres(bindir string, args []string) error {
 	data, logFile, pw := filepath.Join(s.dir, "data"), filepath.Join(s.dir, "log"), filepath.Join(s.dir, "pw")
 	if err := os.WriteFile(pw, []byte(Password+"\n"), 0o600); err != nil {
 		return err
@@ -82,8 +82,8 @@ func (s *Server) startPostgres(bindir string) error {
 		return err
 	}
 	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	cmd, err := command(acct, logFile, filepath.Join(bindir, "postgres"), "-D", data, "-k", s.dir,
-		"-h", "127.0.0.1", "-p", strconv.Itoa(port), "-c", "shared_buffers=32MB", "-c", "max_connections=100")
+	cmd, err := command(acct, logFile, filepath.Join(bindir, "postgres"), append([]string{"-D", data, "-k", s.dir,
+		"-h", "127.0.0.1", "-p", strconv.Itoa(port), "-c", "shared_buffers=32MB", "-c", "max_connections=100"}, args...)...)
 	if err != nil {
 		return err
 	}
@@ -120,4 +120,7 @@ func (s *Server) startPostgres(bindir string) error {
 // PostgresForTest starts a private PostgreSQL for t and stops it when t
 // ends; without PostgreSQL installed the test is skipped with one line
 // saying how to install it.
-func PostgresForTest(t TB) *Server { t.Helper(); return forTest(t, StartPostgres) }
+func PostgresForTest(t TB) *Server {
+	t.Helper()
+	return forTest(t, func() (*Server, error) { return StartPostgres() })
+}

@@ -55,7 +55,7 @@ func cmdDB(args []string, stdout, stderr io.Writer) (int, error) {
 	dsns := map[string]string{"mysql": *mysqlDSN, "postgres": *pgURL}
 	for _, db := range []struct {
 		store string
-		start func() (*sqltest.Server, error)
+		start func(...string) (*sqltest.Server, error)
 	}{{"mysql", sqltest.StartMariaDB}, {"postgres", sqltest.StartPostgres}} {
 		if dsns[db.store] != "" {
 			continue

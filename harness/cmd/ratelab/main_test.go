@@ -19,6 +19,7 @@ import (
 
 	databaselock "github.com/ratelab/ratelab/database_lock"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/internal/bench"
 	"github.com/ratelab/ratelab/internal/childproc"
 	"github.com/ratelab/ratelab/internal/stress"
 	"github.com/ratelab/ratelab/internal/syncbuf"
@@ -32,7 +33,7 @@ import (
 const envRunCLI = "RATELAB_TEST_RUN_CLI"
 
 func TestMain(m *testing.M) {
-	childproc.RunIfChild(harness.Roles(), racetests.Roles(), windowboundary.Roles(), stress.Roles(), databaselock.Roles())
+	childproc.RunIfChild(harness.Roles(), racetests.Roles(), windowboundary.Roles(), stress.Roles(), databaselock.Roles(), bench.Roles())
 	if os.Getenv(envRunCLI) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
