@@ -6,9 +6,9 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
-	"io"
 	"time"
 
 	"github.com/ratelab/ratelab"

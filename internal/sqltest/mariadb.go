@@ -117,4 +117,3 @@ func MariaDBForTest(t TB) *Server {
 	t.Helper()
 	return forTest(t, func() (*Server, error) { return StartMariaDB() })
 }
-
