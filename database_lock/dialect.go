@@ -20,6 +20,9 @@ type dialect struct {
 	// a session releases when its connection ends.
 	ownLock     []string
 	ownLockName string
+	// articleLock is the second article's lock, an upsert of the lock row
+	// inside a transaction kept open as the lock.
+	articleLock string
 }
 
 var dialects = map[string]*dialect{
@@ -36,7 +39,7 @@ var mariadb = &dialect{
 	tables: []string{
 		`DROP TABLE IF EXISTS lesson_hits, lesson_locks`,
 		`CREATE TABLE lesson_hits (k VARCHAR(20) PRIMARY KEY, count BIGINT NOT NULL, reset_at BIGINT NOT NULL) ENGINE=InnoDB`,
-		`CREATE TABLE lesson_locks (name VARCHAR(20) PRIMARY KEY) ENGINE=InnoDB`,
+		`CREATE TABLE lesson_locks (name VARCHAR(20) PRIMARY KEY, locked_at DATETIME NULL) ENGINE=InnoDB`,
 	},
 	upsert: `INSERT INTO lesson_hits (k, count, reset_at) VALUES ('k', 1, 0)
 ON DUPLICATE KEY UPDATE count = count + 1`,
@@ -49,6 +52,8 @@ ON DUPLICATE KEY UPDATE
   count = IF(reset_at <= 200, 1, count + 1),
   reset_at = IF(reset_at <= 200, 3800, reset_at)`,
 	ownLock: []string{`SELECT GET_LOCK('demo', 30)`}, ownLockName: "GET_LOCK",
+	articleLock: `INSERT INTO lesson_locks (name, locked_at) VALUES ('demo', NOW())
+ON DUPLICATE KEY UPDATE locked_at = NOW()`,
 }
 
 var postgres = &dialect{
@@ -59,7 +64,7 @@ var postgres = &dialect{
 	tables: []string{
 		`DROP TABLE IF EXISTS lesson_hits, lesson_locks`,
 		`CREATE TABLE lesson_hits (k text PRIMARY KEY, count bigint NOT NULL, reset_at bigint NOT NULL)`,
-		`CREATE TABLE lesson_locks (name text PRIMARY KEY)`,
+		`CREATE TABLE lesson_locks (name text PRIMARY KEY, locked_at timestamptz)`,
 	},
 	upsert: `INSERT INTO lesson_hits AS h (k, count, reset_at) VALUES ('k', 1, 0)
 ON CONFLICT (k) DO UPDATE SET count = h.count + 1 RETURNING count`,
@@ -72,6 +77,8 @@ ON CONFLICT (k) DO UPDATE SET
   count = CASE WHEN h.reset_at <= 200 THEN 1 ELSE h.count + 1 END,
   reset_at = CASE WHEN h.reset_at <= 200 THEN 3800 ELSE h.reset_at END`,
 	ownLock: []string{`BEGIN`, `SELECT pg_advisory_xact_lock(42)`}, ownLockName: "pg_advisory_xact_lock",
+	articleLock: `INSERT INTO lesson_locks (name, locked_at) VALUES ('demo', now())
+ON CONFLICT (name) DO UPDATE SET locked_at = now()`,
 }
 
 // Dialects are the keys of the servers the lessons know: "mariadb" and

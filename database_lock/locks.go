@@ -8,10 +8,10 @@ import "fmt"
 
 // !+lockrow
 
-// lockRowInTransaction: A inserts the lock row and keeps its transaction
-// open as the lock; B's insert of the same name waits. A is killed: the
-// server sees the connection drop, rolls A's transaction back, and B's
-// insert goes through.
+// lockRowInTransaction is the article's lock: A upserts the lock row and
+// keeps its transaction open as the lock; B's upsert of the same name
+// waits. A is killed: the server sees the connection drop, rolls A's
+// transaction back, and B's upsert goes through.
 func (l *lab) lockRowInTransaction() (Lesson, error) {
 	ss, stop, err := l.sessions("A", "B")
 	if err != nil {
@@ -25,8 +25,8 @@ func (l *lab) lockRowInTransaction() (Lesson, error) {
 	var stmtErr string
 	for _, step := range []func() error{
 		func() error { _, err := a.do("BEGIN"); return err },
-		func() error { _, err := a.do("INSERT INTO lesson_locks (name) VALUES ('demo')"); return err },
-		func() error { return b.send("INSERT INTO lesson_locks (name) VALUES ('demo')") },
+		func() error { _, err := a.do(l.d.articleLock); return err },
+		func() error { return b.send(l.d.articleLock) },
 		func() error { return waitBlocked(l.ctx, l.admin, b) }, // B waits: A holds the lock
 		func() error { a.kill(); return nil },                  // A dies holding it
 		func() (err error) { _, stmtErr, err = b.result(); return err },
@@ -45,7 +45,9 @@ func (l *lab) lockRowInTransaction() (Lesson, error) {
 
 // lockRowCommitted: A inserts the lock row and commits it, meaning to
 // delete it when done, and is killed first. Nothing ever deletes it: B is
-// refused, and so is C, and so is every caller after them.
+// refused, and so is C, and so is every caller after them. (Committed,
+// the article's upsert would exclude nobody: every caller's upsert would
+// succeed. Only a plain INSERT makes a committed row a lock.)
 func (l *lab) lockRowCommitted() (Lesson, error) {
 	ss, stop, err := l.sessions("A", "B", "C")
 	if err != nil {

@@ -88,6 +88,9 @@ func cmdDB(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 	}
 	claim.Table(stdout, "database lesson", lessons)
+	if *stable {
+		fmt.Fprintln(stdout)
+	}
 	reset := func() error {
 		for _, db := range []struct{ store, dialect string }{{"mysql", "mariadb"}, {"postgres", "postgres"}} {
 			conn, err := sql.Open(databaselock.DriverName(db.dialect), dsns[db.store])
