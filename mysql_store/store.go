@@ -44,7 +44,6 @@ type Store struct {
 	log     *slog.Logger
 	now     func() time.Time
 	rules   algorithm.Rules
-	fixed   string // the fixed-window statement
 	q       queries
 }
 

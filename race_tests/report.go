@@ -47,6 +47,7 @@ func Demo(base string, procs, hits int, progress io.Writer) (Report, error) {
 		{"keep", func(d string) (Result, error) { return UnlinkAfterUnlock(d, false) }},
 		{"rename", func(d string) (Result, error) { return ReplaceByRename(d, true) }},
 		{"in-place", func(d string) (Result, error) { return ReplaceByRename(d, false) }},
+		{"paused-hit", PausedHit},
 		{"killed", func(d string) (Result, error) {
 			r, wait, err := HolderKilled(d)
 			rep.KillWait = wait

@@ -141,7 +141,7 @@ func command(a *account, logFile string, path string, args ...string) (*exec.Cmd
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
 	if a != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: a.uid, Gid: a.gid}}
+		runAs(cmd, a)
 		if err := os.Lchown(logFile, int(a.uid), int(a.gid)); err != nil {
 			return nil, err
 		}

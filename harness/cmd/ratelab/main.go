@@ -7,7 +7,9 @@
 //   - hit, reset, inspect, sweep (cmd_state.go): the file store's state by
 //     hand;
 //   - race, boundary, redis, bench (cmd_lessons.go): the lessons and the
-//     measurements.
+//     measurements;
+//   - db (cmd_db.go): the database lock, on private MariaDB and
+//     PostgreSQL servers.
 //
 // DIR is the base directory; state lives in DIR/rate-limits. Exit status:
 // 0 success (for hit: allowed), 3 throttled (hit only), 2 bad usage, 1
