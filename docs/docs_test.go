@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/internal/sqltest"
 	"github.com/ratelab/ratelab/internal/weave"
 )
 
@@ -28,8 +29,8 @@ func TestDocsAreFresh(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demos; skipped with -short")
 	}
-	if !redistest.Available() {
-		t.Skip("redis-server not found, and the docs quote ratelab redis: install it with " + redistest.InstallHint)
+	if why := serversMissing(); why != "" {
+		t.Skip(why)
 	}
 	root := ".."
 	bin := t.TempDir()
@@ -109,6 +110,51 @@ func TestEveryChapterHasASource(t *testing.T) {
 	}
 }
 
+// freshClone copies the tracked files of root into a new repository of
+// their own, as a fresh clone would have them, and returns it with a git
+// that runs there.
+func freshClone(t *testing.T, root string) (string, func(args ...string) string) {
+	t.Helper()
+	clone := t.TempDir()
+	files, err := exec.Command("git", "-C", root, "ls-files", "-z").Output()
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err)
+	}
+	for _, f := range strings.Split(strings.TrimRight(string(files), "\x00"), "\x00") {
+		src, err := os.ReadFile(filepath.Join(root, f))
+		if os.IsNotExist(err) {
+			continue // deleted in the work tree
+		}
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(filepath.Join(clone, filepath.Dir(f)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(clone, f), src, 0o644))
+	}
+	git := func(args ...string) string {
+		out, err := exec.Command("git", append([]string{"-C", clone, "-c", "user.name=reader", "-c", "user.email=reader@example.com"}, args...)...).CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+		return string(out)
+	}
+	git("init", "-q")
+	git("add", "-A")
+	git("commit", "-q", "-m", "fresh clone")
+	return clone, git
+}
+
+// serversMissing says what the pages' commands need that is not
+// installed: ratelab redis needs redis-server, ratelab db MariaDB and
+// PostgreSQL. "" when all are there.
+func serversMissing() string {
+	switch {
+	case !redistest.Available():
+		return "redis-server not found, and the pages run ratelab redis: install it with " + redistest.InstallHint
+	case !sqltest.MariaDBAvailable():
+		return "mariadbd not found, and the pages run ratelab db: install it with " + sqltest.MariaDBInstallHint
+	case !sqltest.PostgresAvailable():
+		return "PostgreSQL's server not found, and the pages run ratelab db: install it with " + sqltest.PostgresInstallHint
+	}
+	return ""
+}
+
 // pasteOrder is the reading order: the README, then the chapters in the
 // order docs/README.md lists them.
 func pasteOrder(t *testing.T, root string) []string {
@@ -164,8 +210,8 @@ func TestAReaderPastesEveryCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demos; skipped with -short")
 	}
-	if !redistest.Available() {
-		t.Skip("redis-server not found, and the pages run ratelab redis: install it with " + redistest.InstallHint)
+	if why := serversMissing(); why != "" {
+		t.Skip(why)
 	}
 	root := ".."
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
@@ -175,28 +221,7 @@ func TestAReaderPastesEveryCommand(t *testing.T) {
 
 	// A fresh copy: the tracked files, a repository of their own, and
 	// bin/ratelab as make demo leaves it.
-	clone := t.TempDir()
-	files, err := exec.Command("git", "-C", root, "ls-files", "-z").Output()
-	if err != nil {
-		t.Skipf("not a git checkout: %v", err)
-	}
-	for _, f := range strings.Split(strings.TrimRight(string(files), "\x00"), "\x00") {
-		src, err := os.ReadFile(filepath.Join(root, f))
-		if os.IsNotExist(err) {
-			continue // deleted in the work tree
-		}
-		require.NoError(t, err)
-		require.NoError(t, os.MkdirAll(filepath.Join(clone, filepath.Dir(f)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(clone, f), src, 0o644))
-	}
-	git := func(args ...string) string {
-		out, err := exec.Command("git", append([]string{"-C", clone, "-c", "user.name=reader", "-c", "user.email=reader@example.com"}, args...)...).CombinedOutput()
-		require.NoError(t, err, "git %v: %s", args, out)
-		return string(out)
-	}
-	git("init", "-q")
-	git("add", "-A")
-	git("commit", "-q", "-m", "fresh clone")
+	clone, git := freshClone(t, root)
 	require.NoError(t, weave.BuildBinaries(root, filepath.Join(clone, "bin")))
 
 	var all []shown

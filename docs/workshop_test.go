@@ -1,0 +1,135 @@
+package docs
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ratelab/ratelab"
+	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
+)
+
+// workshopLine returns the first line of the workshop page matching re.
+func workshopLine(t *testing.T, re string) string {
+	t.Helper()
+	b, err := os.ReadFile("workshop.md")
+	require.NoError(t, err)
+	m := regexp.MustCompile(re).FindString(string(b))
+	require.NotEmpty(t, m, "workshop.md has no line matching %s", re)
+	return m
+}
+
+// Section 3: the edit the page gives, made in a fresh copy of the
+// repository, turns make demo-race red on the paused-hit row; the
+// unedited store passes the same run (race_tests' own test).
+func TestRedGreenTrack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the race demo; skipped with -short")
+	}
+	edit := strings.TrimSpace(workshopLine(t, `(?m)^defer syscall\.Close\(fd\); return crit\(\).*$`))
+	clone, _ := freshClone(t, "..")
+	path := filepath.Join(clone, "fixed_filestore", "lock_unix.go")
+	src, err := os.ReadFile(path)
+	require.NoError(t, err)
+	sig := "func (s *Store) withLock(ctx context.Context, fd int, path string, crit func() (ratelab.Decision, error)) (ratelab.Decision, error) {\n"
+	require.Contains(t, string(src), sig, "withLock's signature, where the workshop puts the edit")
+	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(src), sig, sig+"\t"+edit+"\n", 1)), 0o644))
+
+	build := exec.Command("go", "build", "-o", filepath.Join(clone, "bin", "ratelab"), "./harness/cmd/ratelab")
+	build.Dir = clone
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "the edited store must build: %s", out)
+	run := exec.Command(filepath.Join(clone, "bin", "ratelab"), "race", "-stable", "-procs", "4", "-hits", "200")
+	run.Dir = clone
+	out, err = run.Output()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "make demo-race must fail without the lock; it printed:\n%s", out)
+	assert.Equal(t, 1, exit.ExitCode())
+	assert.Regexp(t, `fixed_filestore against a hit paused mid-write +B waited, gave up \(503\); count 6, 0 lost +B counted while A held the state; count 6, 1 lost +FAIL`, string(out))
+	assert.Contains(t, string(out), "FAIL: what ran differs from what the demo claims")
+}
+
+// Exercise 2: the benchmark the page names reports the ratio it asks
+// about.
+func TestBenchmarkReportsBothWriteOrders(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a benchmark; skipped with -short")
+	}
+	line := workshopLine(t, "`go test -run '\\^\\$' -bench \\w+ ./fixed_filestore`")
+	args := strings.Fields(strings.Trim(line, "`"))
+	cmd := exec.Command("go", append(args[1:len(args)-1], "-benchtime", "20x", "./fixed_filestore")...)
+	cmd.Dir = ".."
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "truncfirst/store", "the column exercise 2 reads")
+}
+
+// Exercise 4: the hits the page gives, with the numbers it states.
+func TestBeatTheWindow(t *testing.T) {
+	at := func(hms string) time.Time {
+		tm, err := time.Parse(time.RFC3339, "2026-07-09T"+hms+"Z")
+		require.NoError(t, err)
+		return tm
+	}
+	accepted := func(s *fixedfilestore.Store, r ratelab.Rule, times ...string) (n int) {
+		for _, hms := range times {
+			d, err := s.TakeAt(context.Background(), r, "ip:203.0.113.7", at(hms))
+			require.NoError(t, err)
+			if d.Allowed {
+				n++
+			}
+		}
+		return n
+	}
+	burst := []string{"00:00:00", "00:59:59", "00:59:59", "00:59:59", "00:59:59",
+		"01:00:00", "01:00:00", "01:00:00", "01:00:00", "01:00:00"}
+	for _, tc := range []struct {
+		alg  ratelab.Algorithm
+		want int
+	}{{ratelab.FixedWindow, 10}, {ratelab.SlidingCounter, 5}} {
+		s, err := fixedfilestore.New(t.TempDir(), fixedfilestore.Options{})
+		require.NoError(t, err)
+		r := ratelab.Rule{Name: "demo-start", Limit: 5, Window: time.Hour, Algorithm: tc.alg}
+		assert.Equal(t, tc.want, accepted(s, r, burst...), "%s: accepted of the ten", tc.alg)
+	}
+
+	// Coming back at each retry_after: the sliding counter lets two more
+	// through before 01:59:59, the sliding log one.
+	for _, tc := range []struct {
+		alg        ratelab.Algorithm
+		firstRetry time.Duration
+		want       []string
+	}{
+		{ratelab.SlidingCounter, 24 * time.Minute, []string{"01:24:00", "01:48:00"}},
+		{ratelab.SlidingLog, 0, []string{"01:00:00"}},
+	} {
+		s, err := fixedfilestore.New(t.TempDir(), fixedfilestore.Options{})
+		require.NoError(t, err)
+		r := ratelab.Rule{Name: "demo-start", Limit: 5, Window: time.Hour, Algorithm: tc.alg}
+		require.Equal(t, 5, accepted(s, r, burst[:5]...))
+		var through []string
+		var retries []time.Duration
+		for now, end := at("01:00:00"), at("01:59:59"); now.Before(end); {
+			d, err := s.TakeAt(context.Background(), r, "ip:203.0.113.7", now)
+			require.NoError(t, err)
+			if d.Allowed {
+				through = append(through, now.Format("15:04:05"))
+				continue
+			}
+			retries = append(retries, d.RetryAfter)
+			now = now.Add(d.RetryAfter)
+		}
+		assert.Equal(t, tc.want, through, "%s: let through before 01:59:59", tc.alg)
+		if tc.firstRetry > 0 {
+			assert.Equal(t, tc.firstRetry, retries[0], "%s: the first refusal's retry_after", tc.alg)
+		}
+	}
+}
