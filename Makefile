@@ -86,7 +86,8 @@ demo-db: bin/ratelab
 
 ## figures: regenerate the SVG charts in docs/figures (standard library only)
 figures: bin/ratelab
-	bin/ratelab boundary -svg docs/figures/window-boundary.svg
+	bin/ratelab boundary -svg docs/figures/window-boundary.svg -weight-svg docs/figures/sliding-weight.svg
+	bin/ratelab race -figures docs/figures
 	bin/ratelab redis -svg docs/figures/redis-failover.svg
 
 ## serve-broken / serve-fixed: a server to curl in a workshop (Ctrl-C stops it)

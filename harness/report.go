@@ -318,4 +318,11 @@ func (r Report) print(out io.Writer, wall bool) {
 			row.Processes, row.OK, row.Throttled, first, eff, ra, wallCell, verdict)
 	}
 	tw.Flush()
+	fmt.Fprint(out, legend)
 }
+
+// legend explains the columns a reader asks about.
+const legend = `
+first 429: the number of the first refused request, one by one; in a burst the requests race, so no number is claimed (-).
+effective limit: the 200s of a row with refusals; "≥ N" where none was refused: no limit was reached by the N sent.
+`

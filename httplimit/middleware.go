@@ -114,6 +114,7 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 			http.Error(w, "rate limiter cannot identify the client", http.StatusInternalServerError)
 			return
 		}
+		// !+answer
 		d, err := m.Limiter.AllowAt(r.Context(), k, now())
 		if err != nil {
 			count(first, Unavailable)
@@ -143,6 +144,7 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 			http.Error(w, "rate limit exceeded: retry after "+t+" seconds", http.StatusTooManyRequests)
 			return
 		}
+		// !-answer
 		next.ServeHTTP(w, r)
 	})
 }

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/ratelab/ratelab/algorithm"
 	"github.com/ratelab/ratelab/internal/childproc"
 	"github.com/ratelab/ratelab/internal/claim"
+	"github.com/ratelab/ratelab/internal/seqchart"
 )
 
 // Result is one demonstration: what it claims, what it saw.
@@ -39,24 +41,24 @@ func closeAll(ps ...*childproc.Proc) error {
 
 // holdersWithC starts C, which tries the lock on path once without
 // waiting, while one process already holds "the" lock: it returns 2 if C
-// got a lock too, 1 if C found it busy.
-func holdersWithC(path string) (int, error) {
+// got a lock too, with the inode C locked, or 1 if C found it busy.
+func holdersWithC(path string) (int, string, error) {
 	c, err := child("C", roleLockTry, path)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	defer c.Kill()
 	says, err := c.Expect("")
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	if err := c.Close(); err != nil {
-		return 0, err
+		return 0, "", err
 	}
-	if says == "locked" {
-		return 2, nil
+	if ino, ok := strings.CutPrefix(says, "locked "); ok {
+		return 2, ino, nil
 	}
-	return 1, nil
+	return 1, "", nil
 }
 
 // waitsBehindLock checks that b, which announced it is taking the lock
@@ -69,6 +71,14 @@ func waitsBehindLock(b, a *childproc.Proc) error {
 		return errors.New("racetests: B read the state while A held the lock")
 	}
 	return a.Send("go")
+}
+
+// trace records what a choreography observed, step by step, for its
+// sequence diagram.
+type trace []seqchart.Step
+
+func (t *trace) add(lane int, bad bool, format string, args ...any) {
+	*t = append(*t, seqchart.Step{Lane: lane, Text: fmt.Sprintf(format, args...), Bad: bad})
 }
 
 func counterEnv(lock bool, order WriteOrder, pause string) []string {
@@ -103,6 +113,8 @@ func LostUpdate(dir string, lock bool) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	var tr trace // lanes: A, B, the file
+	tr.add(0, false, "reads count %s", readA)
 	b, err := child("B", roleCounter, path, env...)
 	if err != nil {
 		return Result{}, err
@@ -122,15 +134,27 @@ func LostUpdate(dir string, lock bool) (Result, error) {
 			return Result{}, err
 		}
 	}
-	if _, err := a.Expect("result count="); err != nil {
+	wroteA, err := a.Expect("result count=")
+	if err != nil {
 		return Result{}, err
+	}
+	if lock { // A wrote before B could read
+		tr.add(0, false, "writes count %s, unlocks", wroteA)
+		tr.add(2, false, "count %s", wroteA)
+		tr.add(1, false, "gets the lock, reads count %s", readB)
+	} else {
+		tr.add(1, false, "reads count %s", readB)
+		tr.add(0, false, "writes count %s", wroteA)
+		tr.add(2, false, "count %s", wroteA)
 	}
 	if err := b.Send("go"); err != nil { // B writes its own read + 1
 		return Result{}, err
 	}
-	if _, err := b.Expect("result count="); err != nil {
+	wroteB, err := b.Expect("result count=")
+	if err != nil {
 		return Result{}, err
 	}
+	tr.add(1, false, "writes count %s", wroteB)
 	if err := closeAll(a, b); err != nil {
 		return Result{}, err
 	}
@@ -144,8 +168,14 @@ func LostUpdate(dir string, lock bool) (Result, error) {
 		name, want = "lost update, flock", "2 hits → count 2 (0 lost)"
 	}
 	got := fmt.Sprintf("2 hits → count %d (%d lost)", final, 2-final)
+	if final < 2 {
+		tr.add(2, true, "count %d: A's hit is gone", final)
+	} else {
+		tr.add(2, false, "count %d", final)
+	}
 	r := result(name, want, got)
 	r.Detail = fmt.Sprintf("A read %s, B read %s", readA, readB)
+	r.Trace = tr
 	return r, nil
 }
 
@@ -179,6 +209,16 @@ func TornRead(dir string, order WriteOrder, lock bool) (Result, error) {
 	if _, err := a.Expect("mid-write"); err != nil {
 		return Result{}, err
 	}
+	var tr trace // lanes: A, B, the file
+	tr.add(2, false, "count 5")
+	tr.add(0, false, "reads count 5")
+	if order == TruncateFirst {
+		tr.add(0, false, "truncates the file to 0 bytes")
+		tr.add(2, false, "empty")
+	} else {
+		tr.add(0, false, "writes count 6 over count 5")
+		tr.add(2, false, "count 6")
+	}
 	b, err := child("B", roleCounter, path, counterEnv(lock, order, "")...)
 	if err != nil {
 		return Result{}, err
@@ -197,13 +237,27 @@ func TornRead(dir string, order WriteOrder, lock bool) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if lock {
+		tr.add(0, false, "finishes its write, unlocks")
+	}
+	tr.add(1, readB == "0", "reads count %s", readB)
+	tr.add(1, false, "writes count %s", resB)
+	if resB == "1" {
+		tr.add(2, true, "count 1: a new window")
+	} else {
+		tr.add(2, false, "count %s", resB)
+	}
 	if !lock {
 		if err := a.Send("go"); err != nil {
 			return Result{}, err
 		}
 	}
-	if _, err := a.Expect("result count="); err != nil {
+	resA, err := a.Expect("result count=")
+	if err != nil {
 		return Result{}, err
+	}
+	if !lock {
+		tr.add(0, false, "finishes its write of count %s", resA)
 	}
 	if err := closeAll(a, b); err != nil {
 		return Result{}, err
@@ -221,7 +275,18 @@ func TornRead(dir string, order WriteOrder, lock bool) (Result, error) {
 	if resB == "1" {
 		got += " (window restarted)"
 	}
-	return result(name, want, got), nil
+	final, err := ReadCount(path)
+	if err != nil {
+		return Result{}, err
+	}
+	if final < 7 { // 5, A's hit and B's
+		tr.add(2, true, "count %d: a hit is gone", final)
+	} else {
+		tr.add(2, false, "count %d", final)
+	}
+	r := result(name, want, got)
+	r.Trace = tr
+	return r, nil
 }
 
 // !-tornread

@@ -104,7 +104,7 @@ func runRole(role string, stdin *bufio.Reader) error {
 		if err := l.Lock(); err != nil {
 			return err
 		}
-		childproc.Say("locked")
+		childproc.Say("locked inode=%d", pathInode(path))
 		childproc.WaitGo(stdin)
 		if err := l.Unlock(); err != nil {
 			return err
@@ -124,11 +124,11 @@ func runRole(role string, stdin *bufio.Reader) error {
 			return err
 		}
 		defer f.Close()
-		childproc.Say("opened")
+		childproc.Say("opened inode=%d", inode(f))
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 			return err
 		}
-		childproc.Say("locked")
+		childproc.Say("locked inode=%d", inode(f))
 		childproc.WaitGo(stdin)
 
 	case roleLockTry:
@@ -138,7 +138,7 @@ func runRole(role string, stdin *bufio.Reader) error {
 			return err
 		}
 		if ok {
-			childproc.Say("locked")
+			childproc.Say("locked inode=%d", pathInode(path))
 		} else {
 			childproc.Say("busy")
 		}
@@ -212,4 +212,25 @@ const StressKey = "ip:203.0.113.7"
 // read back from any decision as Limit − Remaining.
 func CountRule() ratelab.Rule {
 	return ratelab.Rule{Name: "demo-start", Limit: ratelab.MaxLimit, Window: Window}
+}
+
+// inode is the inode number of an open file, or 0 if it cannot be read:
+// which file a descriptor, and so its lock, is on.
+func inode(f *os.File) uint64 {
+	var st syscall.Stat_t
+	if f == nil || syscall.Fstat(int(f.Fd()), &st) != nil {
+		return 0
+	}
+	return uint64(st.Ino)
+}
+
+// pathInode is the inode number at path now, or 0: for a lock taken
+// through gofrs/flock, which keeps its descriptor to itself, the file at
+// the path right after locking is the file locked.
+func pathInode(path string) uint64 {
+	var st syscall.Stat_t
+	if syscall.Stat(path, &st) != nil {
+		return 0
+	}
+	return uint64(st.Ino)
 }

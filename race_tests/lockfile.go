@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/ratelab/ratelab/algorithm"
@@ -28,37 +29,71 @@ func UnlinkAfterUnlock(dir string, unlink bool) (Result, error) {
 		return Result{}, err
 	}
 	defer a.Kill()
-	if _, err := a.Expect("locked"); err != nil {
+	inoA, err := a.Expect("locked")
+	if err != nil {
 		return Result{}, err
 	}
+	var tr trace // lanes: A, B, C, the path
+	ino := inodes{}
+	tr.add(3, false, "demo.lock → %s", ino.name(inoA))
+	tr.add(0, false, "locks %s", ino.name(inoA))
 	b, err := child("B", roleLockWait, path)
 	if err != nil {
 		return Result{}, err
 	}
 	defer b.Kill()
-	if _, err := b.Expect("opened"); err != nil { // B holds a descriptor, waits in flock
+	inoB, err := b.Expect("opened") // B holds a descriptor, waits in flock
+	if err != nil {
 		return Result{}, err
 	}
+	tr.add(1, false, "opens %s, waits for its lock", ino.name(inoB))
 	if err := a.Send("go"); err != nil { // A unlocks (and unlinks)
 		return Result{}, err
 	}
 	if _, err := a.Expect("released"); err != nil {
 		return Result{}, err
 	}
-	if _, err := b.Expect("locked"); err != nil {
+	if unlink {
+		tr.add(0, false, "unlocks, then unlinks demo.lock")
+		tr.add(3, false, "demo.lock → nothing")
+	} else {
+		tr.add(0, false, "unlocks")
+	}
+	if inoB, err = b.Expect("locked"); err != nil {
 		return Result{}, err
 	}
-	holders, err := holdersWithC(path)
+	tr.add(1, false, "gets the lock on %s", ino.name(inoB))
+	holders, inoC, err := holdersWithC(path)
 	if err != nil {
 		return Result{}, err
+	}
+	if holders == 2 {
+		tr.add(3, false, "demo.lock → %s (C made it)", ino.name(inoC))
+		tr.add(2, true, "opens demo.lock, locks %s", ino.name(inoC))
+	} else {
+		tr.add(2, false, "tries demo.lock: busy")
 	}
 	if err := closeAll(a, b); err != nil {
 		return Result{}, err
 	}
+	r := result("keep the lock file", "1 holder at once", fmt.Sprintf("%d holder at once", holders))
 	if unlink {
-		return result("unlink lock file after unlock", "2 holders at once", fmt.Sprintf("%d holders at once", holders)), nil
+		r = result("unlink lock file after unlock", "2 holders at once", fmt.Sprintf("%d holders at once", holders))
 	}
-	return result("keep the lock file", "1 holder at once", fmt.Sprintf("%d holder at once", holders)), nil
+	r.Trace = tr
+	return r, nil
+}
+
+// inodes names inode numbers #1, #2, … in the order they first appear, so
+// that a chart of a run reads the same on every run.
+type inodes map[string]int
+
+func (m inodes) name(ino string) string {
+	ino = strings.TrimPrefix(ino, "inode=")
+	if _, ok := m[ino]; !ok {
+		m[ino] = len(m) + 1
+	}
+	return fmt.Sprintf("inode #%d", m[ino])
 }
 
 // ReplaceByRename shows the "safe write" that is unsafe under a lock:
@@ -72,24 +107,40 @@ func ReplaceByRename(dir string, rename bool) (Result, error) {
 		return Result{}, err
 	}
 	defer a.Kill()
-	if _, err := a.Expect("locked"); err != nil {
+	inoA, err := a.Expect("locked")
+	if err != nil {
 		return Result{}, err
 	}
+	var tr trace // lanes: A, the writer, C, the path
+	ino := inodes{}
+	tr.add(3, false, "state.json → %s", ino.name(inoA))
+	tr.add(0, false, "locks %s", ino.name(inoA))
 	state := algorithm.Fixed{Count: 7, ResetAt: demoNow().Unix() + 3600}.Append(nil)
 	if rename {
 		tmp := path + ".tmp"
 		if err := os.WriteFile(tmp, state, 0o600); err != nil {
 			return Result{}, err
 		}
+		tr.add(1, false, "writes state.json.tmp (%s)", ino.name(fmt.Sprint(pathInode(tmp))))
 		if err := os.Rename(tmp, path); err != nil {
 			return Result{}, err
 		}
+		tr.add(1, false, "renames it over state.json")
+		tr.add(3, false, "state.json → %s", ino.name(fmt.Sprint(pathInode(path))))
 	} else if err := os.WriteFile(path, state, 0o600); err != nil { // in place, as the holder would
 		return Result{}, err
+	} else {
+		tr.add(1, false, "writes state.json in place (%s)", ino.name(fmt.Sprint(pathInode(path))))
 	}
-	holders, err := holdersWithC(path)
+	holders, inoC, err := holdersWithC(path)
 	if err != nil {
 		return Result{}, err
+	}
+	if holders == 2 {
+		tr.add(2, true, "opens state.json, locks %s", ino.name(inoC))
+		tr.add(0, true, "still holds %s, now nameless", ino.name(inoA))
+	} else {
+		tr.add(2, false, "tries state.json: busy")
 	}
 	if err := a.Send("go"); err != nil {
 		return Result{}, err
@@ -100,10 +151,12 @@ func ReplaceByRename(dir string, rename bool) (Result, error) {
 	if err := closeAll(a); err != nil {
 		return Result{}, err
 	}
+	r := result("write in place under the lock", "1 holder at once", fmt.Sprintf("%d holder at once", holders))
 	if rename {
-		return result("replace locked file by rename", "2 holders at once", fmt.Sprintf("%d holders at once", holders)), nil
+		r = result("replace locked file by rename", "2 holders at once", fmt.Sprintf("%d holders at once", holders))
 	}
-	return result("write in place under the lock", "1 holder at once", fmt.Sprintf("%d holder at once", holders)), nil
+	r.Trace = tr
+	return r, nil
 }
 
 // !+pausedhit

@@ -3,8 +3,10 @@
 package racetests_test
 
 import (
+	"bytes"
 	"flag"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab/internal/childproc"
+	"github.com/ratelab/ratelab/internal/seqchart"
 	"github.com/ratelab/ratelab/internal/stress"
 	racetests "github.com/ratelab/ratelab/race_tests"
 )
@@ -113,4 +116,28 @@ func TestDemoReport(t *testing.T) {
 	// A claim that does not hold must fail the report.
 	rep.Results[0].Observed = "something else"
 	assert.False(t, rep.Pass())
+}
+
+// The store against a paused hit: with its lock, B waits, gives up and is
+// told so; nothing it was told is lost.
+func TestPausedHit(t *testing.T) {
+	r, err := racetests.PausedHit(t.TempDir())
+	require.NoError(t, err)
+	assert.Equal(t, "B waited, gave up (503); count 6, 0 lost", r.Observed)
+	assert.True(t, r.Pass())
+}
+
+// The four sequence diagrams in docs/figures are what a run records now;
+// inodes are numbered in order of appearance, so every run draws the same.
+func TestFiguresAreFresh(t *testing.T) {
+	figs, err := racetests.Figures(t.TempDir())
+	require.NoError(t, err)
+	require.Len(t, figs, 4)
+	for _, f := range figs {
+		var b bytes.Buffer
+		require.NoError(t, seqchart.Write(&b, f.Chart))
+		got, err := os.ReadFile(filepath.Join("..", "docs", "figures", f.Name))
+		require.NoError(t, err, "run make figures")
+		assert.True(t, bytes.Equal(got, b.Bytes()), "docs/figures/%s is stale: run make figures", f.Name)
+	}
 }

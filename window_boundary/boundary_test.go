@@ -2,6 +2,7 @@ package windowboundary_test
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,14 +151,18 @@ func TestCrossProcessBurst(t *testing.T) {
 	}
 }
 
-// The checked-in chart is what the code draws now.
+// The checked-in charts are what the code draws now.
 func TestFigureIsFresh(t *testing.T) {
-	var buf bytes.Buffer
-	require.NoError(t, windowboundary.WriteSVG(&buf, windowboundary.DefaultConfig()))
-	var again bytes.Buffer
-	require.NoError(t, windowboundary.WriteSVG(&again, windowboundary.DefaultConfig()))
-	require.Equal(t, buf.String(), again.String(), "the chart must be deterministic")
-	got, err := os.ReadFile(filepath.Join("..", "docs", "figures", "window-boundary.svg"))
-	require.NoError(t, err, "run make figures")
-	assert.True(t, bytes.Equal(got, buf.Bytes()), "docs/figures/window-boundary.svg is stale: run make figures")
+	for _, f := range []struct {
+		name  string
+		write func(io.Writer, windowboundary.Config) error
+	}{{"window-boundary.svg", windowboundary.WriteSVG}, {"sliding-weight.svg", windowboundary.WriteWeightSVG}} {
+		var buf, again bytes.Buffer
+		require.NoError(t, f.write(&buf, windowboundary.DefaultConfig()))
+		require.NoError(t, f.write(&again, windowboundary.DefaultConfig()))
+		require.Equal(t, buf.String(), again.String(), "%s must be deterministic", f.name)
+		got, err := os.ReadFile(filepath.Join("..", "docs", "figures", f.name))
+		require.NoError(t, err, "run make figures")
+		assert.True(t, bytes.Equal(got, buf.Bytes()), "docs/figures/%s is stale: run make figures", f.name)
+	}
 }

@@ -1,32 +1,30 @@
 package windowboundary
 
 import (
-	"github.com/ratelab/ratelab"
+	"bytes"
+	"regexp"
 	"testing"
-	"time"
 )
 
-// What the chapter says of the chart: the fixed window's trailing-hour
-// count is 60 at the reset, 59 for almost an hour after, 30 once the old
-// window's last second has left the hour.
-func TestChartTrailingCount(t *testing.T) {
-	c := DefaultConfig()
-	acc := Run(New(ratelab.FixedWindow, 30, c.Window, 0), Edge(30, c.Window, c.T0))
-	at := func(d time.Duration) int {
-		_, ys := trailing(acc, c.Window, c.T0.Add(d), c.T0.Add(d))
-		return ys[len(ys)-1]
+// What the chapter says of the chart: in the two seconds around the
+// reset, the fixed window accepts 59 of the 60 requests, the sliding log
+// and the sliding counter none beyond the limit, GCRA its burst.
+func TestChartCounts(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteSVG(&b, DefaultConfig()); err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range []struct {
-		d    time.Duration
-		want int
-	}{
-		{time.Hour, 60},
-		{time.Hour + time.Second, 59},
-		{2*time.Hour - 2*time.Second, 59},
-		{2 * time.Hour, 30},
-	} {
-		if got := at(tt.d); got != tt.want {
-			t.Errorf("trailing count at t0+%v: got %d, want %d", tt.d, got, tt.want)
+	var got []string
+	for _, m := range regexp.MustCompile(`font-size="15" font-weight="bold" fill="#[0-9a-f]+">(\d+)</text>`).FindAllStringSubmatch(b.String(), -1) {
+		got = append(got, m[1])
+	}
+	want := []string{"59", "29", "29", "5"}
+	if len(got) != len(want) {
+		t.Fatalf("counts drawn: got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("row %d: got %s accepted in the two seconds, want %s (all: %v)", i, got[i], want[i], got)
 		}
 	}
 }

@@ -7,8 +7,11 @@ package claim
 
 import (
 	"fmt"
+
 	"io"
 	"text/tabwriter"
+
+	"github.com/ratelab/ratelab/internal/seqchart"
 )
 
 // Claim is one row: a case, what is claimed, what was observed, and a
@@ -20,6 +23,10 @@ type Claim struct {
 	Case, Expected, Observed string
 	Detail                   string
 	Shown                    bool
+	// Trace is what the demonstration observed, step by step, in the
+	// order it happened, for a sequence diagram (package seqchart); not
+	// compared either.
+	Trace []seqchart.Step
 }
 
 // Pass reports whether the observation is the claim.

@@ -23,6 +23,7 @@ func cmdRace(args []string, stdout, stderr io.Writer) (int, error) {
 	procs := f.Int("procs", 8, "stress: processes hitting one key at once (> 0)")
 	hits := f.Int("hits", 500, "stress: hits per process (> 0)")
 	stable := f.Bool("stable", false, "leave out throughput and timings, which differ from run to run")
+	figures := f.String("figures", "", "run only the four pitfalls, write their sequence diagrams into this directory and exit")
 	if err := f.parse(args); err != nil {
 		return 0, err
 	}
@@ -34,6 +35,13 @@ func cmdRace(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	defer cleanup()
+	if *figures != "" {
+		figs, err := racetests.Figures(dir)
+		if err != nil {
+			return 0, err
+		}
+		return exitOK, racetests.WriteFigures(figs, *figures)
+	}
 	progress := progressTo(stderr, *stable)
 	rep, err := racetests.Demo(dir, *procs, *hits, progress)
 	if err != nil {
@@ -51,6 +59,7 @@ func cmdBoundary(args []string, stdout, stderr io.Writer) (int, error) {
 	seed := f.Uint64("seed", def.Seed, "seed of the random traffic")
 	procs := f.Bool("processes", true, "also run the edge pattern across processes through the file store")
 	svg := f.String("svg", "", "write the chart to this file and exit")
+	weightSVG := f.String("weight-svg", "", "write the sliding counter's weighting chart to this file and exit")
 	f.limitFlag().windowFlag()
 	if err := f.parse(args); err != nil {
 		return 0, err
@@ -59,16 +68,23 @@ func cmdBoundary(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, usagef("-burst %d must be positive", *burst)
 	}
 	c := windowboundary.Config{Limit: f.limit, Window: f.window, Burst: *burst, Seed: *seed, T0: def.T0}
-	if *svg != "" {
-		out, err := os.Create(*svg)
-		if err != nil {
+	for _, chart := range []struct {
+		file  string
+		write func(io.Writer, windowboundary.Config) error
+	}{{*svg, windowboundary.WriteSVG}, {*weightSVG, windowboundary.WriteWeightSVG}} {
+		if chart.file == "" {
+			continue
+		}
+		var b bytes.Buffer
+		if err := chart.write(&b, c); err != nil {
 			return 0, err
 		}
-		if err := windowboundary.WriteSVG(out, c); err != nil {
-			out.Close()
+		if err := os.WriteFile(chart.file, b.Bytes(), 0o644); err != nil {
 			return 0, err
 		}
-		return exitOK, out.Close()
+	}
+	if *svg != "" || *weightSVG != "" {
+		return exitOK, nil
 	}
 	if *procs {
 		dir, cleanup, err := scratch("boundary")

@@ -24,6 +24,7 @@ type flags struct {
 	at      string
 	stdout  io.Writer
 	logger  *slog.Logger
+	wait    time.Duration // the file store's lock wait; 0: its default
 }
 
 func newFlags(name string, stdout io.Writer) *flags {
@@ -128,7 +129,10 @@ func (f *flags) openStore(policy ratelab.FailPolicy) (*fixedfilestore.Store, err
 	if f.dir == "" {
 		return nil, usagef("-dir is required")
 	}
-	s, err := fixedfilestore.New(f.dir, fixedfilestore.Options{FailPolicy: policy, Logger: f.logger})
+	if f.wait < 0 {
+		return nil, usagef("-wait %v must not be negative", f.wait)
+	}
+	s, err := fixedfilestore.New(f.dir, fixedfilestore.Options{FailPolicy: policy, Logger: f.logger, LockWait: f.wait})
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
