@@ -8,8 +8,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-
-	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/internal/sqlstore"
 )
 
 // queries are the store's statements, with the tables' prefix filled in.
@@ -75,34 +74,22 @@ func (s *Store) CreateTables(ctx context.Context) error {
 }
 
 // SweepBatch is how many rows one DELETE of Sweep removes at most.
-const SweepBatch = 1000
+const SweepBatch = sqlstore.SweepBatch
 
 // Sweep is SweepAt(clock()).
-func (s *Store) Sweep(ctx context.Context) (int64, error) { return s.SweepAt(ctx, s.now()) }
+func (s *Store) Sweep(ctx context.Context) (int64, error) { return s.SweepAt(ctx, s.base.Now()) }
 
 // SweepAt deletes the states that can no longer weigh on a hit at now
 // (windows over, allowances full again, MaxSkew later), SweepBatch rows
 // per statement until none is left, and returns how many it deleted.
 func (s *Store) SweepAt(ctx context.Context, now time.Time) (int64, error) {
-	var total int64
-	cutoff := now.Add(-ratelab.MaxSkew).Unix()
-	for _, q := range []string{s.q.sweepFixed, s.q.sweepState} {
-		for {
-			res, err := s.db.ExecContext(ctx, q, cutoff, SweepBatch)
-			if err != nil {
-				return total, fmt.Errorf("mysqlstore: sweep: %w", err)
-			}
-			n, err := res.RowsAffected()
-			if err != nil {
-				return total, fmt.Errorf("mysqlstore: sweep: %w", err)
-			}
-			total += n
-			if n < SweepBatch {
-				break
-			}
+	return s.base.Sweep(ctx, now, []string{s.q.sweepFixed, s.q.sweepState}, func(ctx context.Context, q string, cutoff int64, batch int) (int64, error) {
+		res, err := s.db.ExecContext(ctx, q, cutoff, batch)
+		if err != nil {
+			return 0, err
 		}
-	}
-	return total, nil
+		return res.RowsAffected()
+	})
 }
 
 // ErrRefused is wrapped by CheckServer's error when the server answered

@@ -8,8 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/internal/sqlstore"
 )
 
 // queries are the store's statements, with the tables' prefix filled in.
@@ -68,30 +67,19 @@ func (s *Store) CreateTables(ctx context.Context) error {
 }
 
 // SweepBatch is how many rows one DELETE of Sweep removes at most.
-const SweepBatch = 1000
+const SweepBatch = sqlstore.SweepBatch
 
 // Sweep is SweepAt(clock()).
-func (s *Store) Sweep(ctx context.Context) (int64, error) { return s.SweepAt(ctx, s.now()) }
+func (s *Store) Sweep(ctx context.Context) (int64, error) { return s.SweepAt(ctx, s.base.Now()) }
 
 // SweepAt deletes the states that can no longer weigh on a hit at now
 // (windows over, allowances full again, MaxSkew later), SweepBatch rows
 // per statement until none is left, and returns how many it deleted.
 func (s *Store) SweepAt(ctx context.Context, now time.Time) (int64, error) {
-	var total int64
-	cutoff := now.Add(-ratelab.MaxSkew).Unix()
-	for _, q := range []string{s.q.sweepFixed, s.q.sweepState} {
-		for {
-			tag, err := s.pool.Exec(ctx, q, cutoff, SweepBatch)
-			if err != nil {
-				return total, fmt.Errorf("postgresstore: sweep: %w", err)
-			}
-			total += tag.RowsAffected()
-			if tag.RowsAffected() < SweepBatch {
-				break
-			}
-		}
-	}
-	return total, nil
+	return s.base.Sweep(ctx, now, []string{s.q.sweepFixed, s.q.sweepState}, func(ctx context.Context, q string, cutoff int64, batch int) (int64, error) {
+		tag, err := s.pool.Exec(ctx, q, cutoff, batch)
+		return tag.RowsAffected(), err
+	})
 }
 
 // ErrRefused is wrapped by CheckServer's error when the server answered

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"strconv"
 	"time"
 
@@ -15,10 +14,11 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
+	"github.com/ratelab/ratelab/internal/sqlstore"
 )
 
 // DefaultTimeout bounds one hit, lock wait included, by default.
-const DefaultTimeout = 500 * time.Millisecond
+const DefaultTimeout = sqlstore.DefaultTimeout
 
 // Options configure a Store. The zero value fails open with a 500 ms
 // timeout and tables named ratelab_fixed and ratelab_state.
@@ -38,16 +38,10 @@ type Options struct {
 // for concurrent use by any number of goroutines, processes and hosts
 // sharing one database. Create its tables once with CreateTables.
 type Store struct {
-	pool    *pgxpool.Pool
-	policy  ratelab.FailPolicy
-	timeout time.Duration
-	log     *slog.Logger
-	now     func() time.Time
-	rules   algorithm.Rules
-	q       queries
+	pool *pgxpool.Pool
+	base sqlstore.Base
+	q    queries
 }
-
-var prefixRE = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
 
 // New returns a Store on pool, which OpenPool makes. New does not contact
 // the server: a database that is down is a failure of the first hits,
@@ -56,21 +50,12 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 	if pool == nil {
 		return nil, errors.New("postgresstore: New needs a pool")
 	}
-	if opts.Timeout < 0 {
-		return nil, fmt.Errorf("postgresstore: timeout %v must not be negative", opts.Timeout)
+	s := &Store{pool: pool, base: sqlstore.Base{Pkg: "postgresstore", Policy: opts.FailPolicy, Timeout: opts.Timeout,
+		Log: opts.Logger, Now: opts.Clock, Prefix: opts.Prefix}}
+	if err := s.base.Check(); err != nil {
+		return nil, err
 	}
-	if opts.FailPolicy != ratelab.FailOpen && opts.FailPolicy != ratelab.FailClosed {
-		return nil, fmt.Errorf("postgresstore: unknown fail policy %v", opts.FailPolicy)
-	}
-	prefix := cmp.Or(opts.Prefix, "ratelab_")
-	if !prefixRE.MatchString(prefix) {
-		return nil, fmt.Errorf("postgresstore: table prefix %q: use 1 to 32 lower-case letters, digits and underscores", prefix)
-	}
-	s := &Store{pool: pool, policy: opts.FailPolicy, timeout: cmp.Or(opts.Timeout, DefaultTimeout),
-		log: cmp.Or(opts.Logger, slog.Default()), now: opts.Clock, q: newQueries(prefix)}
-	if s.now == nil {
-		s.now = time.Now
-	}
+	s.q = newQueries(s.base.Prefix)
 	return s, nil
 }
 
@@ -103,13 +88,11 @@ func OpenPool(url string, timeout time.Duration) (*pgxpool.Pool, error) {
 // Key returns the primary key of the state of key under r: the algorithm
 // and the digest of the rule's state key, as in
 // "fixed:<hex sha256("demo-start:ip:203.0.113.7")>".
-func (s *Store) Key(r ratelab.Rule, key string) string {
-	return string(r.Normalized().Algorithm) + ":" + ratelab.KeyDigest(r.StateKey(key))
-}
+func (s *Store) Key(r ratelab.Rule, key string) string { return sqlstore.Key(r, key) }
 
 // Take takes one hit now; it is TakeAt(ctx, r, key, clock()).
 func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.Decision, error) {
-	return s.TakeAt(ctx, r, key, s.now())
+	return s.TakeAt(ctx, r, key, s.base.Now())
 }
 
 // TakeAt takes one hit of key under r at now and decides it. The hit ends
@@ -121,27 +104,7 @@ func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.D
 // rule with the same name (ratelab.ErrRuleConflict, the state left as it
 // was), are errors under either policy.
 func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
-	if err := s.rules.Admit(r, now); err != nil {
-		return ratelab.Decision{}, err
-	}
-	r = r.Normalized()
-	k := s.Key(r, key)
-	tctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	var d ratelab.Decision
-	var err error
-	if r.Algorithm == ratelab.FixedWindow {
-		d, err = s.takeFixed(tctx, k, r, now)
-	} else {
-		d, err = s.takeLocked(tctx, k, r, now)
-	}
-	switch {
-	case err == nil:
-		return d, nil
-	case errors.Is(err, ratelab.ErrRuleConflict):
-		return ratelab.Decision{}, fmt.Errorf("postgresstore: %s: %w", k, err)
-	}
-	return s.policy.Fail(ctx, s.log, "postgresstore", slog.String("key", k), r, err)
+	return s.base.TakeAt(ctx, r, key, now, s.takeFixed, s.takeLocked)
 }
 
 // takeFixed is the fixed window's one statement.
@@ -180,11 +143,11 @@ func (s *Store) takeLocked(ctx context.Context, k string, r ratelab.Rule, now ti
 		return ratelab.Decision{}, err
 	}
 	if res.Replaced != nil && len(old) > 0 {
-		s.log.Warn("postgresstore: replaced a corrupt state", "key", k, "cause", res.Replaced)
+		s.base.Log.Warn("postgresstore: replaced a corrupt state", "key", k, "cause", res.Replaced)
 	}
 	b = &pgx.Batch{}
 	if res.State != nil {
-		b.Queue(s.q.update, res.State, expiry(res.Decision, now), k)
+		b.Queue(s.q.update, res.State, sqlstore.Expiry(res.Decision, now), k)
 	}
 	b.Queue("COMMIT")
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
@@ -193,19 +156,13 @@ func (s *Store) takeLocked(ctx context.Context, k string, r ratelab.Rule, now ti
 	return res.Decision, nil
 }
 
-// expiry is when a state can be swept: once the key is back to its full
-// allowance, plus MaxSkew for a hit stamped late.
-func expiry(d ratelab.Decision, now time.Time) int64 {
-	return now.Add(d.ResetAfter+ratelab.MaxSkew).Unix() + 1
-}
-
 // Reset forgets the state of key under r: one DELETE, atomic against any
 // hit that runs before or after it.
 func (s *Store) Reset(ctx context.Context, r ratelab.Rule, key string) error {
 	if err := r.Validate(); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.base.Timeout)
 	defer cancel()
 	q := s.q.resetState
 	if r.Normalized().Algorithm == ratelab.FixedWindow {

@@ -25,3 +25,15 @@ func (Report) Print(io.Writer, bool) {}
 func Demo(string, int, int, io.Writer) (Report, error) {
 	return Report{}, errors.New("racetests: the demonstrations need flock(2) semantics (Linux, macOS or a BSD)")
 }
+
+// Figure is a sequence diagram; there are none where flock(2) is not
+// available.
+type Figure struct{}
+
+// Figures needs flock(2) semantics (Linux, macOS or a BSD).
+func Figures(string) ([]Figure, error) {
+	return nil, errors.New("racetests: the demonstrations need flock(2) semantics (Linux, macOS or a BSD)")
+}
+
+// WriteFigures writes nothing.
+func WriteFigures([]Figure, string) error { return nil }

@@ -6,7 +6,6 @@ package lighttpdtest
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +13,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/ratelab/ratelab/internal/freeport"
 )
 
 // InstallHint is what to run where lighttpd is missing.
@@ -64,7 +65,7 @@ func ForTest(t testing.TB, scripts map[string]string) *Server {
 		}
 	}
 	for attempt := 0; attempt < 5; attempt++ {
-		port, err := freePort()
+		port, err := freeport.Get()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,13 +116,4 @@ func (s *Server) waitReady(limit time.Duration) error {
 		}
 		time.Sleep(10 * time.Millisecond) // polling for readiness, not for a clock edge
 	}
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ratelab/ratelab/internal/freeport"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -47,7 +48,7 @@ func Start(args ...string) (*Server, error) {
 		return nil, err
 	}
 	for attempt := 0; attempt < 5; attempt++ {
-		port, err := freePort()
+		port, err := freeport.Get()
 		if err != nil {
 			return nil, err
 		}
@@ -66,15 +67,6 @@ func Start(args ...string) (*Server, error) {
 	}
 	os.RemoveAll(dir)
 	return nil, errors.New("redistest: redis-server did not become ready")
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 func (s *Server) waitReady(limit time.Duration) error {

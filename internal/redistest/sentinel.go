@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ratelab/ratelab/internal/freeport"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -42,7 +43,7 @@ func StartSentinel(p *Pair) (*Sentinel, error) {
 		if err != nil {
 			return nil, err
 		}
-		own, err := freePort()
+		own, err := freeport.Get()
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/ratelab/ratelab/internal/freeport"
 )
 
 // MariaDBInstallHint is what to run where mariadbd is missing.
@@ -83,7 +84,7 @@ GRANT PROCESS ON *.* TO 'ratelab'@'127.0.0.1';
 		"--auth-root-authentication-method=socket", "--skip-test-db"}, userArgs...)...); err != nil {
 		return err
 	}
-	port, err := freePort()
+	port, err := freeport.Get()
 	if err != nil {
 		return err
 	}

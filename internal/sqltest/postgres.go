@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/ratelab/ratelab/internal/freeport"
 )
 
 // PostgresInstallHint is what to run where PostgreSQL's server is missing.
@@ -77,7 +78,7 @@ func (s *Server) startPostgres(bindir string, args []string) error {
 		"-A", "scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync"); err != nil {
 		return err
 	}
-	port, err := freePort()
+	port, err := freeport.Get()
 	if err != nil {
 		return err
 	}
