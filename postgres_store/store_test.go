@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,13 +12,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/internal/sqltest"
 	"github.com/ratelab/ratelab/internal/storetest"
 	postgresstore "github.com/ratelab/ratelab/postgres_store"
 )
-
-var t0 = storetest.T0
 
 // server is one private PostgreSQL for the package's tests, started by
 // TestMain; nil when PostgreSQL is not installed (each test then skips).
@@ -40,114 +35,64 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-var prefixes atomic.Int64
-
-// newPool opens the private server, or skips t with an install hint.
-func newPool(t *testing.T) *pgxpool.Pool {
+// connect opens url for t and returns a constructor of stores on it.
+func connect(t testing.TB, url string, timeout time.Duration) func(storetest.Options) storetest.DatabaseStore {
 	t.Helper()
-	if server == nil {
-		t.Skip("PostgreSQL's server not found: install it with " + sqltest.PostgresInstallHint)
+	pool := open(t, url, timeout)
+	return func(o storetest.Options) storetest.DatabaseStore {
+		s, err := postgresstore.New(pool, postgresstore.Options{Prefix: o.Prefix, FailPolicy: o.Policy, Timeout: o.Timeout, Logger: o.Logger})
+		require.NoError(t, err)
+		return s
 	}
-	pool, err := postgresstore.OpenPool(server.DSN, 5*time.Second)
+}
+
+func open(t testing.TB, url string, timeout time.Duration) *pgxpool.Pool {
+	t.Helper()
+	pool, err := postgresstore.OpenPool(url, timeout)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	return pool
 }
 
-// newStore returns a store on fresh tables (a prefix of their own).
-func newStore(t *testing.T, opts postgresstore.Options) (*postgresstore.Store, func() *postgresstore.Store) {
+func skipWithoutServer(t *testing.T) {
 	t.Helper()
-	pool := newPool(t)
-	if opts.Prefix == "" {
-		opts.Prefix = fmt.Sprintf("t%d_", prefixes.Add(1))
+	if server == nil {
+		t.Skip("PostgreSQL's server not found: install it with " + sqltest.PostgresInstallHint)
 	}
-	if opts.Timeout == 0 {
-		opts.Timeout = 5 * time.Second // -race and a shared machine
-	}
-	another := func() *postgresstore.Store {
-		s, err := postgresstore.New(pool, opts)
-		require.NoError(t, err)
-		return s
-	}
-	s := another()
-	require.NoError(t, s.CheckServer(context.Background()))
-	return s, another
 }
 
 func TestStore(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) func() ratelab.Store {
-		_, another := newStore(t, postgresstore.Options{})
-		return func() ratelab.Store { return another() }
-	}, true)
+	skipWithoutServer(t)
+	storetest.RunDatabase(t, storetest.Database{Pkg: "postgresstore", Connect: connect, DSN: server.DSN,
+		Unreachable:   "postgres://ratelab:x@127.0.0.1:1/ratelab",
+		WrongPassword: "postgres://ratelab:wrong@" + server.Addr + "/ratelab",
+		MissingDB:     "postgres://ratelab:" + sqltest.Password + "@" + server.Addr + "/nosuchdb",
+		Refused:       postgresstore.ErrRefused, SweepSize: postgresstore.SweepBatch})
 }
 
-func TestStateSurvivesAcrossInstances(t *testing.T) {
-	_, another := newStore(t, postgresstore.Options{})
-	got := storetest.CrossInstance(t, func(t *testing.T) ratelab.Store { return another() })
-	assert.Equal(t, int64(28), got)
-}
-
-// Eight connections hammering one key count exactly, for every algorithm.
-func TestConcurrentHitsCountExactly(t *testing.T) {
-	s, _ := newStore(t, postgresstore.Options{})
-	storetest.Exact(t, s)
-}
-
-// The key reaches the database hashed.
+// The key reaches the database hashed, and the row is the original's:
+// a count and the end of its window.
 func TestKeysAreHashed(t *testing.T) {
-	s, _ := newStore(t, postgresstore.Options{Prefix: "hashed_"})
-	storetest.Take(t, s, storetest.Original, storetest.Key, t0)
+	skipWithoutServer(t)
+	s := connect(t, server.DSN, 5*time.Second)(storetest.Options{Prefix: "hashed_"})
+	require.NoError(t, s.CheckServer(context.Background()))
+	storetest.Take(t, s, storetest.Original, storetest.Key, storetest.T0)
 	var k string
 	var count, reset int64
-	require.NoError(t, newPool(t).QueryRow(context.Background(), "SELECT k, count, reset_at FROM hashed_fixed").Scan(&k, &count, &reset))
-	assert.Equal(t, s.Key(storetest.Original, storetest.Key), k)
+	require.NoError(t, open(t, server.DSN, time.Second).QueryRow(context.Background(), "SELECT k, count, reset_at FROM hashed_fixed").Scan(&k, &count, &reset))
+	assert.Equal(t, s.(*postgresstore.Store).Key(storetest.Original, storetest.Key), k)
 	assert.NotContains(t, k, "203.0.113.7")
-	assert.Equal(t, []int64{1, t0.Add(time.Hour).Unix()}, []int64{count, reset})
+	assert.Equal(t, []int64{1, storetest.T0.Add(time.Hour).Unix()}, []int64{count, reset})
 }
 
-// Sweep deletes what is over, in batches, and keeps what is live.
-func TestSweep(t *testing.T) {
-	s, _ := newStore(t, postgresstore.Options{})
-	storetest.Sweep(t, s, postgresstore.SweepBatch)
-}
-
-// The database down: fail-open lets hits through uncounted with one log
-// line each, fail-closed returns ErrUnavailable, both within the timeout.
-func TestOutageFollowsThePolicy(t *testing.T) {
-	pool, err := postgresstore.OpenPool("postgres://ratelab:x@127.0.0.1:1/ratelab", 200*time.Millisecond)
-	require.NoError(t, err)
-	defer pool.Close()
-	storetest.Outage(t, "postgresstore", func(p ratelab.FailPolicy, log *slog.Logger) ratelab.Store {
-		s, err := postgresstore.New(pool, postgresstore.Options{FailPolicy: p, Timeout: 200 * time.Millisecond, Logger: log})
-		require.NoError(t, err)
-		return s
-	})
-}
-
-// Refused settings are ErrRefused — a configuration error — where an
-// unreachable server is not.
-func TestCheckServer(t *testing.T) {
-	newPool(t)
-	ctx := context.Background()
-	for _, tc := range []struct {
-		name, url string
-		refused   bool
-	}{
-		{"wrong password", "postgres://ratelab:wrong@" + server.Addr + "/ratelab", true},
-		{"missing database", "postgres://ratelab:" + sqltest.Password + "@" + server.Addr + "/nosuchdb", true},
-		{"nobody listening", "postgres://ratelab:x@127.0.0.1:1/ratelab", false},
-	} {
-		pool, err := postgresstore.OpenPool(tc.url, time.Second)
-		require.NoError(t, err)
-		s, err := postgresstore.New(pool, postgresstore.Options{})
-		require.NoError(t, err)
-		err = s.CheckServer(ctx)
-		pool.Close()
-		require.Error(t, err, tc.name)
-		assert.Equal(t, tc.refused, errors.Is(err, postgresstore.ErrRefused), "%s: %v", tc.name, err)
-	}
+func TestBadOptions(t *testing.T) {
 	_, err := postgresstore.OpenPool("postgres://a b", 0)
 	assert.Error(t, err)
-	_, err = postgresstore.New(newPool(t), postgresstore.Options{Prefix: "x; DROP TABLE y"})
+	pool, err := postgresstore.OpenPool("postgres://ratelab:x@127.0.0.1:1/ratelab", 0)
+	require.NoError(t, err)
+	defer pool.Close()
+	_, err = postgresstore.New(pool, postgresstore.Options{Prefix: "x; DROP TABLE y"})
 	assert.ErrorContains(t, err, "table prefix")
+	_, err = postgresstore.New(nil, postgresstore.Options{})
+	assert.Error(t, err)
 }

@@ -3,6 +3,7 @@ package storetest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -87,5 +88,115 @@ func Outage(t *testing.T, pkg string, newStore func(ratelab.FailPolicy, *slog.Lo
 			assert.ErrorIs(t, err, ratelab.ErrUnavailable)
 		}
 		assert.Contains(t, logs.String(), pkg)
+	}
+}
+
+// Options are what a database store's shared checks set on it.
+type Options struct {
+	Prefix  string // the tables' prefix; a fresh one gives fresh tables
+	Policy  ratelab.FailPolicy
+	Timeout time.Duration
+	Logger  *slog.Logger
+}
+
+// DatabaseStore is a database store as its shared checks use it.
+type DatabaseStore interface {
+	Sweeper
+	// CheckServer connects and creates the tables; refused settings are
+	// an error wrapping the package's ErrRefused.
+	CheckServer(ctx context.Context) error
+}
+
+// Database describes a database store and its private server to
+// RunDatabase.
+type Database struct {
+	Pkg string // the package name its errors and logs start with
+	// Connect opens the database at dsn (closed when t ends), and returns
+	// a constructor of stores on it.
+	Connect func(t testing.TB, dsn string, timeout time.Duration) func(Options) DatabaseStore
+	// DSN is the private server's; Unreachable names a port nobody
+	// listens on; WrongPassword and MissingDB the server with a bad
+	// password and a database that does not exist.
+	DSN, Unreachable, WrongPassword, MissingDB string
+	Refused                                    error // the package's ErrRefused
+	SweepSize                                  int   // rows per DELETE of a sweep
+}
+
+var prefixes atomic.Int64
+
+// RunDatabase runs every check a database store shares with the others,
+// each on fresh tables.
+func RunDatabase(t *testing.T, d Database) {
+	fresh := func(t *testing.T) func() DatabaseStore {
+		open := d.Connect(t, d.DSN, 5*time.Second) // -race and a shared machine
+		o := Options{Prefix: fmt.Sprintf("t%d_", prefixes.Add(1)), Timeout: 5 * time.Second}
+		s := open(o)
+		require.NoError(t, s.CheckServer(context.Background()))
+		return func() DatabaseStore { return open(o) }
+	}
+	t.Run("store checks", func(t *testing.T) {
+		Run(t, func(t *testing.T) func() ratelab.Store {
+			another := fresh(t)
+			return func() ratelab.Store { return another() }
+		}, true)
+	})
+	t.Run("state survives across instances", func(t *testing.T) {
+		another := fresh(t)
+		assert.Equal(t, int64(28), CrossInstance(t, func(*testing.T) ratelab.Store { return another() }))
+	})
+	t.Run("eight connections on one key count exactly", func(t *testing.T) { Exact(t, fresh(t)()) })
+	t.Run("sweep deletes what is over, in batches", func(t *testing.T) { Sweep(t, fresh(t)(), d.SweepSize) })
+	t.Run("an outage follows the policy", func(t *testing.T) {
+		open := d.Connect(t, d.Unreachable, 200*time.Millisecond)
+		Outage(t, d.Pkg, func(p ratelab.FailPolicy, log *slog.Logger) ratelab.Store {
+			return open(Options{Policy: p, Timeout: 200 * time.Millisecond, Logger: log})
+		})
+	})
+	t.Run("refused settings are configuration errors, an outage is not", func(t *testing.T) {
+		for _, tc := range []struct {
+			name, dsn string
+			refused   bool
+		}{
+			{"wrong password", d.WrongPassword, true},
+			{"missing database", d.MissingDB, true},
+			{"nobody listening", d.Unreachable, false},
+		} {
+			err := d.Connect(t, tc.dsn, time.Second)(Options{}).CheckServer(context.Background())
+			require.Error(t, err, tc.name)
+			assert.Equal(t, tc.refused, errors.Is(err, d.Refused), "%s: %v", tc.name, err)
+		}
+	})
+}
+
+// BenchHit compares a fixed-window hit of s with the round trips it
+// cannot go below, through the same connection pool (exec runs one
+// statement): SELECT 1, and the cheapest write, a one-row UPDATE
+// committed on its own, on a table bench_write that it creates.
+func BenchHit(b *testing.B, s DatabaseStore, exec func(q string) error) {
+	if err := s.CheckServer(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	for _, q := range []string{"DROP TABLE IF EXISTS bench_write", "CREATE TABLE bench_write (k int PRIMARY KEY, n bigint NOT NULL)", "INSERT INTO bench_write VALUES (1, 0)"} {
+		if err := exec(q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	r := Original
+	r.Limit = 1 << 26
+	for _, v := range []struct {
+		name string
+		run  func() error
+	}{
+		{"select1", func() error { return exec("SELECT 1") }},
+		{"update", func() error { return exec("UPDATE bench_write SET n = n + 1 WHERE k = 1") }},
+		{"fixed", func() error { _, err := s.TakeAt(context.Background(), r, "k", T0); return err }},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			for b.Loop() {
+				if err := v.run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
