@@ -27,11 +27,6 @@
 //     count never exceeds limit + 1 ≤ 2^27 + 1 and reset_at 2^35 — so that
 //     it works on MySQL too, which has no RETURNING (MariaDB 10.5+ has).
 //
-// A key's first hit is that upsert; every later one is its UPDATE alone,
-// which InnoDB runs faster (an upsert looks for the row as a duplicate of
-// its insert first): it finds no row only for a key seen for the first
-// time, and the upsert then settles a race to create it.
-//
 // A window's count stops at limit + 1: past the limit every hit is refused
 // until reset_at whatever the count, so the decisions are the file
 // store's and the row stops growing.

@@ -14,7 +14,7 @@ import (
 // queries are the store's statements, with the tables' prefix filled in.
 type queries struct {
 	create                 []string
-	fixed, fixedUpdate     string
+	fixed                  string
 	ensure, lock, update   string
 	resetFixed, resetState string
 	sweepFixed, sweepState string
@@ -35,16 +35,6 @@ ON DUPLICATE KEY UPDATE
 
 // !-fixed
 
-// fixedUpdateSQL is fixedSQL's update alone, for a row that exists: the
-// arguments of its ON DUPLICATE KEY UPDATE, then the key. It is tried
-// first, because an InnoDB upsert looks for the row twice (as a duplicate
-// of its insert, then to update it); when it finds no row, LAST_INSERT_ID
-// stays 0 and the hit takes the upsert.
-const fixedUpdateSQL = `UPDATE {fixed} SET
-  count = IF(reset_at <= ?, 1, IF(reset_at > ?, count, LEAST(count + 1, ?))),
-  reset_at = LAST_INSERT_ID(IF(reset_at <= ?, ?, reset_at) << 28 | count) >> 28
-WHERE k = ?`
-
 func newQueries(prefix string) queries {
 	r := strings.NewReplacer("{fixed}", prefix+"fixed", "{state}", prefix+"state")
 	return queries{
@@ -62,15 +52,14 @@ func newQueries(prefix string) queries {
   KEY (expires_at)
 ) ENGINE=InnoDB`),
 		},
-		fixed:       r.Replace(fixedSQL),
-		fixedUpdate: r.Replace(fixedUpdateSQL),
-		ensure:      r.Replace(`INSERT INTO {state} (k, state, expires_at) VALUES (?, '', 0) ON DUPLICATE KEY UPDATE k = k`),
-		lock:        r.Replace(`SELECT state FROM {state} WHERE k = ? FOR UPDATE`),
-		update:      r.Replace(`UPDATE {state} SET state = ?, expires_at = ? WHERE k = ?`),
-		resetFixed:  r.Replace(`DELETE FROM {fixed} WHERE k = ?`),
-		resetState:  r.Replace(`DELETE FROM {state} WHERE k = ?`),
-		sweepFixed:  r.Replace(`DELETE FROM {fixed} WHERE reset_at <= ? LIMIT ?`),
-		sweepState:  r.Replace(`DELETE FROM {state} WHERE expires_at <= ? LIMIT ?`),
+		fixed:      r.Replace(fixedSQL),
+		ensure:     r.Replace(`INSERT INTO {state} (k, state, expires_at) VALUES (?, '', 0) ON DUPLICATE KEY UPDATE k = k`),
+		lock:       r.Replace(`SELECT state FROM {state} WHERE k = ? FOR UPDATE`),
+		update:     r.Replace(`UPDATE {state} SET state = ?, expires_at = ? WHERE k = ?`),
+		resetFixed: r.Replace(`DELETE FROM {fixed} WHERE k = ?`),
+		resetState: r.Replace(`DELETE FROM {state} WHERE k = ?`),
+		sweepFixed: r.Replace(`DELETE FROM {fixed} WHERE reset_at <= ? LIMIT ?`),
+		sweepState: r.Replace(`DELETE FROM {state} WHERE expires_at <= ? LIMIT ?`),
 	}
 }
 

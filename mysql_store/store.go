@@ -114,19 +114,19 @@ func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time
 // hold the count.
 const countBits = 28
 
-// takeFixed is the fixed window's one statement: the UPDATE of an
-// existing row, or, for a key's first hit, the upsert.
+// takeFixed is the fixed window's one statement.
 func (s *Store) takeFixed(ctx context.Context, k string, r ratelab.Rule, now time.Time) (ratelab.Decision, error) {
 	t, w, skew := now.Unix(), int64(r.Window/time.Second), int64(ratelab.MaxSkew/time.Second)
 	fresh := t + w
-	packed, err := s.exec(ctx, s.q.fixedUpdate, t, t+w+skew, r.Limit+1, t, fresh, k)
-	if err == nil && packed == 0 { // no row yet
-		packed, err = s.exec(ctx, s.q.fixed, k, fresh, t, t+w+skew, r.Limit+1, t, fresh)
-	}
+	res, err := s.db.ExecContext(ctx, s.q.fixed, k, fresh, t, t+w+skew, r.Limit+1, t, fresh)
 	if err != nil {
 		return ratelab.Decision{}, err
 	}
-	count, resetAt := int64(1), fresh // the upsert inserted, and set no result
+	packed, err := res.LastInsertId()
+	if err != nil {
+		return ratelab.Decision{}, err
+	}
+	count, resetAt := int64(1), fresh // a new row: the statement inserted, and set no result
 	if packed != 0 {
 		count, resetAt = packed&(1<<countBits-1), packed>>countBits
 	}
@@ -134,17 +134,6 @@ func (s *Store) takeFixed(ctx context.Context, k string, r ratelab.Rule, now tim
 		return ratelab.Decision{}, algorithm.FixedConflict(r, resetAt-t)
 	}
 	return algorithm.FixedDecision(r, count, resetAt, now), nil
-}
-
-// exec runs a fixed-window statement and returns what it left in
-// LAST_INSERT_ID: reset_at << 28 | count, or 0 where it touched no row
-// that existed.
-func (s *Store) exec(ctx context.Context, q string, args ...any) (int64, error) {
-	res, err := s.db.ExecContext(ctx, q, args...)
-	if err != nil {
-		return 0, err
-	}
-	return res.LastInsertId()
 }
 
 // takeLocked runs package algorithm's step on the row under its lock.

@@ -36,7 +36,7 @@
 // of a client — can forget the hits of its last moments (at most three
 // times wal_writer_delay, 600 ms by default), and never corrupts a row.
 // For a rate limit that costs a few hits in a rare event, and it halves
-// the cost of a hit on the machine of docs/performance.md; put
+// the cost of a hit or better on the machine of docs/performance.md; put
 // synchronous_commit=on in the URL to wait for the flush.
 //
 // Rows whose window is over stay until Sweep deletes them, in batches, so
