@@ -3,9 +3,6 @@ package mysqlstore_test
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -21,19 +18,7 @@ import (
 // TestMain; nil when MariaDB is not installed (each test then skips).
 var server *sqltest.Server
 
-func TestMain(m *testing.M) {
-	var err error
-	server, err = sqltest.StartMariaDB()
-	if err != nil && !errors.Is(err, sqltest.ErrNoServer) {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if server != nil {
-		server.Stop()
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { sqltest.Main(m, sqltest.StartMariaDB, &server) }
 
 // connect opens dsn for t and returns a constructor of stores on it.
 func connect(t testing.TB, dsn string, timeout time.Duration) func(storetest.Options) storetest.DatabaseStore {

@@ -179,3 +179,21 @@ func forTest(t TB, start func() (*Server, error)) *Server {
 	t.Cleanup(s.Stop)
 	return s
 }
+
+// Main is a TestMain for a package whose tests share one private server:
+// it starts one with start, sets *srv (nil where the server is not
+// installed: the tests then skip), runs the tests and stops the server.
+// Any other failure to start is loud: exit 1.
+func Main(m interface{ Run() int }, start func(args ...string) (*Server, error), srv **Server) {
+	s, err := start()
+	if err != nil && !errors.Is(err, ErrNoServer) {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*srv = s
+	code := m.Run()
+	if s != nil {
+		s.Stop()
+	}
+	os.Exit(code)
+}
