@@ -6,15 +6,19 @@ package databaselock
 type dialect struct {
 	key, name, driver string
 	sessionID         string // one row: the server's id of this connection
-	waiting           string // one row: > 0 while the session (every parameter) waits for a lock
+	waiting           string // one row: > 0 while the session waits for a lock
+	waitingArgs       int    // how many placeholders of waiting take the session's id
 	isolation         string // one row: the default isolation level
 	tables            []string
 	// upsert is the atomic hit on row 'k'; reset_at is 0 in these lessons.
 	upsert string
-	// firstOrder and countFirst are the hit on an expired window ('order',
+	// resetFirst and countFirst are the hit on an expired window ('order',
 	// count 6, reset_at 100) at now = 200: reset_at assigned before count,
 	// and count before reset_at.
 	resetFirst, countFirst string
+	// leftToRight says whether each SET assignment sees the ones before
+	// it (MySQL's order) rather than the old row (the SQL standard's).
+	leftToRight bool
 	// ownLock are the statements that take the server's own lock on
 	// "demo" (the last one blocks while another session holds it), which
 	// a session releases when its connection ends.
@@ -35,6 +39,7 @@ var mariadb = &dialect{
 	sessionID: `SELECT CONNECTION_ID()`,
 	waiting: `SELECT (SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = ? AND trx_state = 'LOCK WAIT')
   + (SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ? AND STATE = 'User lock')`,
+	waitingArgs: 2, leftToRight: true,
 	isolation: `SELECT @@tx_isolation`,
 	tables: []string{
 		`DROP TABLE IF EXISTS lesson_hits, lesson_locks`,
@@ -59,7 +64,7 @@ ON DUPLICATE KEY UPDATE locked_at = NOW()`,
 var postgres = &dialect{
 	key: "postgres", name: "PostgreSQL", driver: "pgx",
 	sessionID: `SELECT pg_backend_pid()`,
-	waiting:   `SELECT COUNT(*) FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'`,
+	waiting:   `SELECT COUNT(*) FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'`, waitingArgs: 1,
 	isolation: `SELECT upper(current_setting('transaction_isolation'))`,
 	tables: []string{
 		`DROP TABLE IF EXISTS lesson_hits, lesson_locks`,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 
 	"github.com/ratelab/ratelab/internal/claim"
 )
@@ -34,9 +33,15 @@ func Lessons(ctx context.Context, key, dsn string) ([]Lesson, error) {
 	}
 	l := &lab{ctx: ctx, d: d, dsn: dsn, admin: admin}
 	var out []Lesson
-	for i, lesson := range []func() (Lesson, error){l.readThenWrite, l.selectForUpdate, l.oneStatement,
-		l.orderResetFirst, l.orderCountFirst, l.lockRowInTransaction, l.lockRowCommitted, l.ownLock} {
-		row, err := lesson()
+	for i, lesson := range []struct {
+		sessions int // A, B, C: child processes, each with a connection
+		run      func(ss []*session) (Lesson, error)
+	}{
+		{2, l.readThenWrite}, {2, l.selectForUpdate}, {2, l.oneStatement},
+		{0, l.orderResetFirst}, {0, l.orderCountFirst},
+		{2, l.lockRowInTransaction}, {3, l.lockRowCommitted}, {2, l.ownLock},
+	} {
+		row, err := l.withSessions(lesson.sessions, lesson.run)
 		if err != nil {
 			return out, fmt.Errorf("databaselock: %s, lesson %d: %w", d.name, i+1, err)
 		}
@@ -54,22 +59,29 @@ type lab struct {
 	admin *sql.DB
 }
 
-// sessions starts one child session per name; stop ends them all.
-func (l *lab) sessions(names ...string) (ss []*session, stop func(), err error) {
-	stop = func() {
+// withSessions starts n child sessions, A, B, …, runs lesson with them and
+// ends them.
+func (l *lab) withSessions(n int, lesson func(ss []*session) (Lesson, error)) (Lesson, error) {
+	var ss []*session
+	defer func() {
 		for _, s := range ss {
 			s.close()
 		}
-	}
-	for _, n := range names {
-		s, err := startSession(l.d, l.dsn, n)
+	}()
+	for _, name := range []string{"A", "B", "C"}[:n] {
+		s, err := startSession(l.d, l.dsn, name)
 		if err != nil {
-			stop()
-			return nil, nil, err
+			return Lesson{}, err
 		}
 		ss = append(ss, s)
 	}
-	return ss, stop, nil
+	return lesson(ss)
+}
+
+// waits is the step that returns once the server reports s waiting for a
+// lock.
+func (l *lab) waits(s *session) func() error {
+	return func() error { return waitBlocked(l.ctx, l.admin, s) }
 }
 
 // exec runs statements on the admin connection.
@@ -88,9 +100,17 @@ func (l *lab) count(k string) (n int64, err error) {
 	return n, err
 }
 
-// startAt5 makes row k hold count 5.
-func (l *lab) startAt5(k string) error {
-	return l.exec("DELETE FROM lesson_hits WHERE k = '"+k+"'", "INSERT INTO lesson_hits (k, count, reset_at) VALUES ('"+k+"', 5, 0)")
+// startAt5 is the step that makes row k hold count 5.
+func (l *lab) startAt5(k string) func() error {
+	return func() error {
+		return l.exec("DELETE FROM lesson_hits WHERE k = '"+k+"'", "INSERT INTO lesson_hits (k, count, reset_at) VALUES ('"+k+"', 5, 0)")
+	}
+}
+
+// plusOne is the step in which s writes the count it read, plus one:
+// the client's computation, sent back as a constant.
+func plusOne(s *session, k string, seen *string) func() error {
+	return func() error { return s.run("UPDATE lesson_hits SET count = " + *seen + " + 1 WHERE k = '" + k + "'")() }
 }
 
 func lost(final int64) string { return fmt.Sprintf("%d of 2 hits lost", 5+2-final) }
@@ -100,39 +120,19 @@ func lost(final int64) string { return fmt.Sprintf("%d of 2 hits lost", 5+2-fina
 // readThenWrite: A reads 5, B reads 5, B writes 6 and commits, A writes 6
 // and commits. Each is a transaction at the server's default isolation,
 // and neither notices the other.
-func (l *lab) readThenWrite() (Lesson, error) {
-	ss, stop, err := l.sessions("A", "B")
-	if err != nil {
-		return Lesson{}, err
-	}
-	defer stop()
+func (l *lab) readThenWrite(ss []*session) (Lesson, error) {
 	a, b := ss[0], ss[1]
-	if err := l.startAt5("rw"); err != nil {
-		return Lesson{}, err
-	}
-	iso, err := a.one(l.d.isolation)
+	read := "SELECT count FROM lesson_hits WHERE k = 'rw'"
+	var iso, seenA, seenB string
+	err := steps(
+		l.startAt5("rw"), a.read(l.d.isolation, &iso),
+		a.run("BEGIN"), a.read(read, &seenA),
+		b.run("BEGIN"), b.read(read, &seenB),
+		plusOne(b, "rw", &seenB), b.run("COMMIT"),
+		plusOne(a, "rw", &seenA), a.run("COMMIT"),
+	)
 	if err != nil {
 		return Lesson{}, err
-	}
-	read := "SELECT count FROM lesson_hits WHERE k = 'rw'"
-	write := func(s *session, seen string) error {
-		_, err := s.do("UPDATE lesson_hits SET count = " + seen + " + 1 WHERE k = 'rw'")
-		return err
-	}
-	var seenA, seenB string
-	for _, step := range []func() error{
-		func() error { _, err := a.do("BEGIN"); return err },
-		func() (err error) { seenA, err = a.one(read); return err },
-		func() error { _, err := b.do("BEGIN"); return err },
-		func() (err error) { seenB, err = b.one(read); return err },
-		func() error { return write(b, seenB) },
-		func() error { _, err := b.do("COMMIT"); return err },
-		func() error { return write(a, seenA) },
-		func() error { _, err := a.do("COMMIT"); return err },
-	} {
-		if err := step(); err != nil {
-			return Lesson{}, err
-		}
 	}
 	final, err := l.count("rw")
 	return Lesson{Case: "read, then write: two statements", Expected: "1 of 2 hits lost", Observed: lost(final),
@@ -143,90 +143,48 @@ func (l *lab) readThenWrite() (Lesson, error) {
 
 // selectForUpdate is readThenWrite with a locking read: B's read waits
 // until A has committed, then reads A's write.
-func (l *lab) selectForUpdate() (Lesson, error) {
-	ss, stop, err := l.sessions("A", "B")
+func (l *lab) selectForUpdate(ss []*session) (Lesson, error) {
+	a, b := ss[0], ss[1]
+	read := "SELECT count FROM lesson_hits WHERE k = 'fu' FOR UPDATE"
+	var seenA, seenB string
+	err := steps(
+		l.startAt5("fu"),
+		a.run("BEGIN"), a.read(read, &seenA),
+		b.run("BEGIN"), b.start(read), l.waits(b), // B's read waits for A's lock
+		plusOne(a, "fu", &seenA), a.run("COMMIT"),
+		func() error { // B's read returns now, with A's write
+			rows, err := b.answer()
+			if err == nil && len(rows) != 1 {
+				err = fmt.Errorf("B's read returned %d rows", len(rows))
+			}
+			if err == nil {
+				seenB = rows[0]
+			}
+			return err
+		},
+		plusOne(b, "fu", &seenB), b.run("COMMIT"),
+	)
 	if err != nil {
 		return Lesson{}, err
 	}
-	defer stop()
-	a, b := ss[0], ss[1]
-	if err := l.startAt5("fu"); err != nil {
-		return Lesson{}, err
-	}
-	read := "SELECT count FROM lesson_hits WHERE k = 'fu' FOR UPDATE"
-	var seenA string
-	var rowsB []string
-	for _, step := range []func() error{
-		func() error { _, err := a.do("BEGIN"); return err },
-		func() (err error) { seenA, err = a.one(read); return err },
-		func() error { _, err := b.do("BEGIN"); return err },
-		func() error { return b.send(read) },
-		func() error { return waitBlocked(l.ctx, l.admin, b) }, // B waits for A's lock
-		func() error {
-			_, err := a.do("UPDATE lesson_hits SET count = " + seenA + " + 1 WHERE k = 'fu'")
-			return err
-		},
-		func() error { _, err := a.do("COMMIT"); return err },
-		func() error { return expectRows(b, &rowsB, 1) },
-		func() error {
-			_, err := b.do("UPDATE lesson_hits SET count = " + rowsB[0] + " + 1 WHERE k = 'fu'")
-			return err
-		},
-		func() error { _, err := b.do("COMMIT"); return err },
-	} {
-		if err := step(); err != nil {
-			return Lesson{}, err
-		}
-	}
 	final, err := l.count("fu")
 	return Lesson{Case: "SELECT … FOR UPDATE", Expected: "0 of 2 hits lost", Observed: lost(final),
-		Detail: fmt.Sprintf("B's read waited for A's commit, then read %s", rowsB[0])}, err
-}
-
-// expectRows waits for the result of s's statement sent last, which must
-// succeed with n rows, into rows.
-func expectRows(s *session, rows *[]string, n int) error {
-	got, stmtErr, err := s.result()
-	switch {
-	case err != nil:
-		return err
-	case stmtErr != "":
-		return fmt.Errorf("%s: %s", s.name, stmtErr)
-	case len(got) != n:
-		return fmt.Errorf("%s: %d rows, want %d", s.name, len(got), n)
-	}
-	*rows = got
-	return nil
+		Detail: fmt.Sprintf("B's read waited for A's commit, then read %s", seenB)}, err
 }
 
 // oneStatement: A's upsert holds the row in an open transaction; B's
 // upsert, on its own, waits for it and then counts on top of A's.
-func (l *lab) oneStatement() (Lesson, error) {
-	ss, stop, err := l.sessions("A", "B")
+func (l *lab) oneStatement(ss []*session) (Lesson, error) {
+	a, b := ss[0], ss[1]
+	err := steps(
+		l.startAt5("k"),
+		a.run("BEGIN"), a.run(l.d.upsert),
+		b.start(l.d.upsert), l.waits(b),
+		a.run("COMMIT"),
+		func() error { _, err := b.answer(); return err },
+	)
 	if err != nil {
 		return Lesson{}, err
-	}
-	defer stop()
-	a, b := ss[0], ss[1]
-	if err := l.startAt5("k"); err != nil {
-		return Lesson{}, err
-	}
-	var rowsB []string
-	want := 0
-	if strings.Contains(l.d.upsert, "RETURNING") {
-		want = 1
-	}
-	for _, step := range []func() error{
-		func() error { _, err := a.do("BEGIN"); return err },
-		func() error { _, err := a.do(l.d.upsert); return err },
-		func() error { return b.send(l.d.upsert) },
-		func() error { return waitBlocked(l.ctx, l.admin, b) },
-		func() error { _, err := a.do("COMMIT"); return err },
-		func() error { return expectRows(b, &rowsB, want) },
-	} {
-		if err := step(); err != nil {
-			return Lesson{}, err
-		}
 	}
 	final, err := l.count("k")
 	return Lesson{Case: "one atomic upsert", Expected: "0 of 2 hits lost", Observed: lost(final),
@@ -236,15 +194,15 @@ func (l *lab) oneStatement() (Lesson, error) {
 // orderResetFirst and orderCountFirst hit an expired window (count 6,
 // reset_at 100) at 200 with one upsert, assigning reset_at first, then
 // count first.
-func (l *lab) orderResetFirst() (Lesson, error) {
-	want := "count 7: the old window's 6 carried over"
-	if l.d == postgres {
-		want = "count 1: a new window"
+func (l *lab) orderResetFirst([]*session) (Lesson, error) {
+	want := "count 1: a new window"
+	if l.d.leftToRight {
+		want = "count 7: the old window's 6 carried over"
 	}
 	return l.order("reset_at assigned before count", l.d.resetFirst, want)
 }
 
-func (l *lab) orderCountFirst() (Lesson, error) {
+func (l *lab) orderCountFirst([]*session) (Lesson, error) {
 	return l.order("count assigned before reset_at", l.d.countFirst, "count 1: a new window")
 }
 

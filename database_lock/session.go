@@ -134,28 +134,68 @@ func (s *session) result() (rows []string, stmtErr string, err error) {
 	}
 }
 
-// do runs one statement that must succeed and returns its rows.
-func (s *session) do(stmt string) ([]string, error) {
-	if err := s.send(stmt); err != nil {
-		return nil, err
-	}
+// answer waits for the result of the statement sent last, which must
+// succeed, and returns its rows.
+func (s *session) answer() ([]string, error) {
 	rows, stmtErr, err := s.result()
 	if err == nil && stmtErr != "" {
-		err = fmt.Errorf("%s: %s: %s", s.name, oneLine(stmt), stmtErr)
+		err = fmt.Errorf("%s: %s", s.name, stmtErr)
 	}
 	return rows, err
 }
 
-// one runs a statement that must return one row of one column.
-func (s *session) one(stmt string) (string, error) {
-	rows, err := s.do(stmt)
-	if err == nil && len(rows) != 1 {
-		err = fmt.Errorf("%s: %s returned %d rows", s.name, oneLine(stmt), len(rows))
+// The steps of a choreography: each runs when the one before it is done.
+
+// steps runs each step in turn and stops at the first error.
+func steps(fns ...func() error) error {
+	for _, f := range fns {
+		if err := f(); err != nil {
+			return err
+		}
 	}
-	if err != nil {
-		return "", err
+	return nil
+}
+
+// run is the step that runs stmt, which must succeed.
+func (s *session) run(stmt string) func() error {
+	return func() error {
+		if err := s.send(stmt); err != nil {
+			return err
+		}
+		_, err := s.answer()
+		return err
 	}
-	return rows[0], nil
+}
+
+// read is the step that runs stmt, which must return one row of one
+// column, into *into.
+func (s *session) read(stmt string, into *string) func() error {
+	return func() error {
+		if err := s.send(stmt); err != nil {
+			return err
+		}
+		rows, err := s.answer()
+		if err == nil && len(rows) != 1 {
+			err = fmt.Errorf("%s: %s returned %d rows", s.name, oneLine(stmt), len(rows))
+		}
+		if err == nil {
+			*into = rows[0]
+		}
+		return err
+	}
+}
+
+// start is the step that sends stmt and does not wait for it: a statement
+// that is to block.
+func (s *session) start(stmt string) func() error { return func() error { return s.send(stmt) } }
+
+// outcome is the step that waits for the statement started last and
+// keeps the server's error, if any, in *stmtErr: a refusal is a result.
+func (s *session) outcome(stmtErr *string) func() error {
+	return func() (err error) {
+		_, *stmtErr, err = s.result()
+		return err
+	}
 }
 
 // close ends the session: stdin closed, the child exits, its connection
@@ -171,12 +211,12 @@ func (s *session) kill() { s.p.Kill() }
 // after childproc.Timeout.
 func waitBlocked(ctx context.Context, admin *sql.DB, s *session) error {
 	deadline := time.Now().Add(childproc.Timeout)
+	args := make([]any, s.d.waitingArgs) // every placeholder is the session's id
+	for i := range args {
+		args[i] = s.id
+	}
 	for {
 		var n int
-		args := []any{s.id}
-		if s.d == mariadb {
-			args = append(args, s.id)
-		}
 		if err := admin.QueryRowContext(ctx, s.d.waiting, args...).Scan(&n); err != nil {
 			return err
 		}
