@@ -17,6 +17,7 @@ import (
 	"github.com/ratelab/ratelab"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/internal/childproc"
+	"github.com/ratelab/ratelab/internal/stress"
 )
 
 // The children's roles. Each prints what it did, line by line, and waits
@@ -90,14 +91,7 @@ func runRole(role string, stdin *bufio.Reader) error {
 		if err != nil {
 			return err
 		}
-		childproc.Say("ready")
-		childproc.WaitGo(stdin) // the barrier: every child starts together
-		for range hits {
-			if err := hit(); err != nil {
-				return err
-			}
-		}
-		childproc.Say("result hits=%d", hits)
+		return stress.Hit(hits, hit)
 
 	case roleLockHold:
 		l := flock.New(path)

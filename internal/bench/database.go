@@ -3,7 +3,6 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -196,19 +195,7 @@ func dbHitChild() error {
 	if err := s.exec(ctx, "SELECT 1"); err != nil { // connected before the barrier
 		return err
 	}
-	childproc.Say("ready")
-	childproc.WaitGo(bufio.NewReader(os.Stdin))
-	for range hits {
-		d, err := s.store.TakeAt(ctx, dbRule, "hot", now)
-		if err == nil && d.NotCounted != nil {
-			err = d.NotCounted
-		}
-		if err != nil {
-			return err
-		}
-	}
-	childproc.Say("result hits=%d", hits)
-	return nil
+	return stress.Hit(hits, func() error { return stress.Counted(s.store.TakeAt(ctx, dbRule, "hot", now)) })
 }
 
 // databaseMarkdown writes the databases' section of performance.md.

@@ -3,7 +3,6 @@
 package stress
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -107,17 +106,5 @@ func flockChild() error {
 		return err
 	}
 	defer s.Close()
-	childproc.Say("ready")
-	childproc.WaitGo(bufio.NewReader(os.Stdin)) // the barrier: every hitter starts together
-	for range hits {
-		d, err := s.TakeAt(context.Background(), Rule(), key, Now())
-		if err == nil && d.NotCounted != nil {
-			err = d.NotCounted
-		}
-		if err != nil {
-			return err
-		}
-	}
-	childproc.Say("result hits=%d", hits)
-	return nil
+	return Hit(hits, func() error { return Counted(s.TakeAt(context.Background(), Rule(), key, Now())) })
 }

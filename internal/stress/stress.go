@@ -9,10 +9,13 @@
 package stress
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
+	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/internal/childproc"
 )
 
@@ -102,4 +105,28 @@ func (g *Group) Quiet(d time.Duration) bool {
 		}
 	}
 	return true
+}
+
+// Hit is the child's side of a Group: it says ready, holds at the barrier
+// until the parent's go, takes hits hits with take, and reports them on
+// its result line. It stops at take's first error.
+func Hit(hits int, take func() error) error {
+	childproc.Say("ready")
+	childproc.WaitGo(bufio.NewReader(os.Stdin)) // the barrier: every hitter starts together
+	for range hits {
+		if err := take(); err != nil {
+			return err
+		}
+	}
+	childproc.Say("result hits=%d", hits)
+	return nil
+}
+
+// Counted is the error of a store's hit, or its NotCounted when the store
+// failed open: a hitter whose hit was not counted must fail as loudly.
+func Counted(d ratelab.Decision, err error) error {
+	if err == nil {
+		err = d.NotCounted
+	}
+	return err
 }
