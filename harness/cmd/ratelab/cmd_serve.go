@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ratelab/ratelab"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/claim"
@@ -58,15 +57,9 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("serve", stdout)
 	model := f.String("model", "", "cgi, pool, single or two-hosts (required)")
-	store := f.String("store", "", "memory, file, redis, mysql or postgres (required)")
 	addr := f.String("addr", "127.0.0.1:8080", "address to listen on")
-	algo := f.String("algorithm", "fixed", "fixed, sliding, log or gcra")
-	burst := f.Int("burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)")
-	fail := f.String("fail", "open", "file, redis and database stores: what to do when the state cannot be reached: open or closed")
-	redisURL := f.String("redis", "", "redis store: the server, e.g. redis://127.0.0.1:6379/0 (a cluster: ?addr=host:port…; Sentinel: ?master_name=name)")
-	mysqlDSN := f.String("mysql", "", "mysql store: the database, e.g. 'user:password@tcp(127.0.0.1:3306)/ratelab'")
-	pgURL := f.String("postgres", "", "postgres store: the database, e.g. postgres://user:password@127.0.0.1:5432/ratelab")
-	f.limitFlag().windowFlag().workersFlag().dirFlag().atFlag()
+	appOf := f.appFlags()
+	f.workersFlag().atFlag()
 	if err := f.parse(args); err != nil {
 		return 0, err
 	}
@@ -74,20 +67,14 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, usagef("-model %q: use cgi, pool, single or two-hosts", *model)
 	}
-	alg, err := ratelab.ParseAlgorithm(*algo)
+	app, err := appOf()
 	if err != nil {
-		return 0, usagef("-algorithm %q: use fixed, sliding, log or gcra", *algo)
+		return 0, err
 	}
-	policy, err := ratelab.ParseFailPolicy(*fail)
-	if err != nil {
-		return 0, usagef("-fail %q: use open or closed", *fail)
-	}
-	app := harness.App{Store: *store, Limit: f.limit, Window: f.window, Dir: f.dir, Algorithm: alg, Burst: *burst, FailPolicy: policy, RedisURL: *redisURL,
-		DSN: dsnFor(*store, *mysqlDSN, *pgURL)}
 	if app.Now, err = f.atOrZero(); err != nil {
 		return 0, err
 	}
-	if *store == "file" && f.dir == "" {
+	if app.Store == "file" && f.dir == "" {
 		d, err := os.MkdirTemp("", "ratelab-serve-")
 		if err != nil {
 			return 0, err
@@ -131,28 +118,15 @@ func cmdCGI(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, usagef("%v", harness.ErrNotCGI)
 	}
 	f := newFlags("cgi", io.Discard)
-	store := f.String("store", "", "memory, file, redis, mysql or postgres (required)")
-	algo := f.String("algorithm", "fixed", "fixed, sliding, log or gcra")
-	burst := f.Int("burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)")
-	fail := f.String("fail", "open", "file, redis and database stores: what to do when the state cannot be reached: open or closed")
-	redisURL := f.String("redis", "", "redis store: the server, e.g. redis://127.0.0.1:6379/0 (a cluster: ?addr=host:port…; Sentinel: ?master_name=name)")
-	mysqlDSN := f.String("mysql", "", "mysql store: the database, e.g. 'user:password@tcp(127.0.0.1:3306)/ratelab'")
-	pgURL := f.String("postgres", "", "postgres store: the database, e.g. postgres://user:password@127.0.0.1:5432/ratelab")
-	f.limitFlag().windowFlag().dirFlag()
+	appOf := f.appFlags()
 	app, err := func() (harness.App, error) {
 		if err := f.parse(args); err != nil {
 			return harness.App{}, err
 		}
-		alg, err := ratelab.ParseAlgorithm(*algo)
+		a, err := appOf()
 		if err != nil {
-			return harness.App{}, err
+			return a, err
 		}
-		policy, err := ratelab.ParseFailPolicy(*fail)
-		if err != nil {
-			return harness.App{}, err
-		}
-		a := harness.App{Store: *store, Dir: f.dir, RedisURL: *redisURL, DSN: dsnFor(*store, *mysqlDSN, *pgURL),
-			Limit: f.limit, Window: f.window, Algorithm: alg, Burst: *burst, FailPolicy: policy}
 		return a, a.Validate()
 	}()
 	if err != nil {
@@ -207,12 +181,4 @@ func checkServe(app harness.App, workers int, stderr io.Writer) error {
 		}
 	}
 	return nil
-}
-
-// dsnFor picks the database flag of store.
-func dsnFor(store, mysqlDSN, pgURL string) string {
-	if store == "postgres" {
-		return pgURL
-	}
-	return mysqlDSN
 }

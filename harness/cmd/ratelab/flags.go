@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
+	"github.com/ratelab/ratelab/harness"
 )
 
 // flags is a flag set that reports bad flags as one usage line.
@@ -164,4 +165,37 @@ func (f *flags) atOrZero() (time.Time, error) {
 		return time.Time{}, nil
 	}
 	return f.now()
+}
+
+// appFlags declares the flags of the endpoint's store and rule — -store,
+// -algorithm, -burst, -fail, the servers' -redis, -mysql and -postgres,
+// -limit, -window, -dir — and returns what makes the App of them once
+// the flags are parsed, a bad algorithm or policy being bad usage.
+func (f *flags) appFlags() func() (harness.App, error) {
+	store := f.String("store", "", "memory, file, redis, mysql or postgres (required)")
+	algo := f.String("algorithm", "fixed", "fixed, sliding, log or gcra")
+	burst := f.Int("burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)")
+	fail := f.String("fail", "open", "file, redis and database stores: what to do when the state cannot be reached: open or closed")
+	redisURL := f.String("redis", "", "redis store: the server, e.g. redis://127.0.0.1:6379/0 (a cluster: ?addr=host:port…; Sentinel: ?master_name=name)")
+	dsns := map[string]*string{
+		"mysql":    f.String("mysql", "", "mysql store: the database, e.g. 'user:password@tcp(127.0.0.1:3306)/ratelab'"),
+		"postgres": f.String("postgres", "", "postgres store: the database, e.g. postgres://user:password@127.0.0.1:5432/ratelab"),
+	}
+	f.limitFlag().windowFlag().dirFlag()
+	return func() (harness.App, error) {
+		alg, err := ratelab.ParseAlgorithm(*algo)
+		if err != nil {
+			return harness.App{}, usagef("-algorithm %q: use fixed, sliding, log or gcra", *algo)
+		}
+		policy, err := ratelab.ParseFailPolicy(*fail)
+		if err != nil {
+			return harness.App{}, usagef("-fail %q: use open or closed", *fail)
+		}
+		a := harness.App{Store: *store, Dir: f.dir, RedisURL: *redisURL, Limit: f.limit, Window: f.window,
+			Algorithm: alg, Burst: *burst, FailPolicy: policy}
+		if dsn, ok := dsns[*store]; ok {
+			a.DSN = *dsn
+		}
+		return a, nil
+	}
 }
