@@ -53,26 +53,38 @@ func cmdDB(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	progress := progressTo(stderr, *stable)
 	dsns := map[string]string{"mysql": *mysqlDSN, "postgres": *pgURL}
-	for _, db := range []struct {
-		store string
-		start func(...string) (*sqltest.Server, error)
-	}{{"mysql", sqltest.StartMariaDB}, {"postgres", sqltest.StartPostgres}} {
-		if dsns[db.store] != "" {
-			continue
+	dbs := []struct {
+		store, dialect string
+		start          func(...string) (*sqltest.Server, error)
+	}{{"mysql", "mariadb", sqltest.StartMariaDB}, {"postgres", "postgres", sqltest.StartPostgres}}
+	ctx := context.Background()
+	conns := map[string]*sql.DB{} // to empty the store's table between rows
+	for _, db := range dbs {
+		if dsns[db.store] == "" {
+			if progress != nil {
+				fmt.Fprintf(progress, "starting a private %s server …\n", db.store)
+			}
+			srv, err := db.start()
+			if err != nil {
+				return 0, err
+			}
+			defer srv.Stop()
+			dsns[db.store] = srv.DSN
 		}
-		if progress != nil {
-			fmt.Fprintf(progress, "starting a private %s server …\n", db.store)
+		a := app
+		a.Store, a.DSN = db.store, dsns[db.store]
+		if err := a.CheckDatabase(ctx); err != nil { // creates the store's tables
+			return 0, usagef("-%s: %v", db.store, err)
 		}
-		srv, err := db.start()
+		conn, err := sql.Open(databaselock.DriverName(db.dialect), dsns[db.store])
 		if err != nil {
 			return 0, err
 		}
-		defer srv.Stop()
-		dsns[db.store] = srv.DSN
+		defer conn.Close()
+		conns[db.store] = conn
 	}
-	ctx := context.Background()
 	var lessons []claim.Claim
-	for _, db := range []struct{ store, dialect string }{{"mysql", "mariadb"}, {"postgres", "postgres"}} {
+	for _, db := range dbs {
 		if progress != nil {
 			fmt.Fprintf(progress, "lessons on %s …\n", db.dialect)
 		}
@@ -81,25 +93,14 @@ func cmdDB(args []string, stdout, stderr io.Writer) (int, error) {
 			return 0, err
 		}
 		lessons = append(lessons, rows...)
-		a := app
-		a.Store, a.DSN = db.store, dsns[db.store]
-		if err := a.CheckDatabase(ctx); err != nil {
-			return 0, usagef("-%s: %v", db.store, err)
-		}
 	}
 	claim.Table(stdout, "database lesson", lessons)
 	if *stable {
 		fmt.Fprintln(stdout)
 	}
 	reset := func() error {
-		for _, db := range []struct{ store, dialect string }{{"mysql", "mariadb"}, {"postgres", "postgres"}} {
-			conn, err := sql.Open(databaselock.DriverName(db.dialect), dsns[db.store])
-			if err != nil {
-				return err
-			}
-			_, err = conn.ExecContext(ctx, "DELETE FROM ratelab_fixed")
-			conn.Close()
-			if err != nil {
+		for _, conn := range conns {
+			if _, err := conn.ExecContext(ctx, "DELETE FROM ratelab_fixed"); err != nil {
 				return err
 			}
 		}
