@@ -15,6 +15,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
+	"github.com/ratelab/ratelab/internal/weave"
 )
 
 // workshopLine returns the first line of the workshop page matching re.
@@ -43,13 +44,10 @@ func TestRedGreenTrack(t *testing.T) {
 	require.Contains(t, string(src), sig, "withLock's signature, where the workshop puts the edit")
 	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(src), sig, sig+"\t"+edit+"\n", 1)), 0o644))
 
-	build := exec.Command("go", "build", "-o", filepath.Join(clone, "bin", "ratelab"), "./harness/cmd/ratelab")
-	build.Dir = clone
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "the edited store must build: %s", out)
+	require.NoError(t, weave.BuildBinaries(clone, filepath.Join(clone, "bin")), "the edited store must build")
 	run := exec.Command(filepath.Join(clone, "bin", "ratelab"), "race", "-stable", "-procs", "4", "-hits", "200")
 	run.Dir = clone
-	out, err = run.Output()
+	out, err := run.Output()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "make demo-race must fail without the lock; it printed:\n%s", out)
 	assert.Equal(t, 1, exit.ExitCode())

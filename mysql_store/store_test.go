@@ -52,7 +52,14 @@ func TestStore(t *testing.T) {
 		Unreachable:   "ratelab:x@tcp(127.0.0.1:1)/ratelab",
 		WrongPassword: "ratelab:wrong@tcp(" + server.Addr + ")/ratelab",
 		MissingDB:     "ratelab:" + sqltest.Password + "@tcp(" + server.Addr + ")/nosuchdb",
-		Refused:       mysqlstore.ErrRefused, SweepSize: mysqlstore.SweepBatch})
+		Refused:       mysqlstore.ErrRefused, SweepSize: mysqlstore.SweepBatch,
+		Hold: func(t testing.TB, dsn, table, k string) func() {
+			tx, err := open(t, dsn, 5*time.Second).Begin()
+			require.NoError(t, err)
+			var got string
+			require.NoError(t, tx.QueryRow("SELECT k FROM "+table+" WHERE k = ? FOR UPDATE", k).Scan(&got))
+			return func() { tx.Rollback() }
+		}})
 }
 
 // The key reaches the database hashed, and the row is the original's:

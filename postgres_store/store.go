@@ -25,6 +25,9 @@ const DefaultTimeout = sqlstore.DefaultTimeout
 type Options struct {
 	FailPolicy ratelab.FailPolicy
 	// Timeout bounds each hit, lock wait included; 0 means DefaultTimeout.
+	// Give OpenPool the same timeout: the server's own bound, which keeps a
+	// hit its client gave up on from being counted later, is set there,
+	// on every connection.
 	Timeout time.Duration
 	Logger  *slog.Logger // nil means slog.Default()
 	// Prefix is put before the tables' names: lower-case letters, digits
@@ -61,8 +64,10 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 
 // OpenPool makes a pool for a Store from a postgres:// URL or a key=value
 // connection string: connections time out after timeout (0:
-// DefaultTimeout), and so do lock waits (lock_timeout), so that a hit
-// never waits on a row lock past its own timeout. Its sessions commit
+// DefaultTimeout), and the server gives up on a statement — a row lock's
+// wait included (lock_timeout, statement_timeout) — at four fifths of it,
+// before the client does, so that a hit reported as failed was not
+// counted either. Its sessions commit
 // without waiting for the WAL flush (synchronous_commit=off) unless the
 // URL sets synchronous_commit: see the package doc. It does not connect.
 func OpenPool(url string, timeout time.Duration) (*pgxpool.Pool, error) {
@@ -72,7 +77,9 @@ func OpenPool(url string, timeout time.Duration) (*pgxpool.Pool, error) {
 	}
 	timeout = cmp.Or(max(timeout, 0), DefaultTimeout)
 	cfg.ConnConfig.ConnectTimeout = timeout
-	cfg.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt(timeout.Milliseconds(), 10)
+	server := strconv.FormatInt(sqlstore.ServerTimeout(timeout).Milliseconds(), 10)
+	cfg.ConnConfig.RuntimeParams["lock_timeout"] = server
+	cfg.ConnConfig.RuntimeParams["statement_timeout"] = server
 	if _, set := cfg.ConnConfig.RuntimeParams["synchronous_commit"]; !set {
 		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	}

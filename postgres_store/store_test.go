@@ -52,7 +52,15 @@ func TestStore(t *testing.T) {
 		Unreachable:   "postgres://ratelab:x@127.0.0.1:1/ratelab",
 		WrongPassword: "postgres://ratelab:wrong@" + server.Addr + "/ratelab",
 		MissingDB:     "postgres://ratelab:" + sqltest.Password + "@" + server.Addr + "/nosuchdb",
-		Refused:       postgresstore.ErrRefused, SweepSize: postgresstore.SweepBatch})
+		Refused:       postgresstore.ErrRefused, SweepSize: postgresstore.SweepBatch,
+		Hold: func(t testing.TB, dsn, table, k string) func() {
+			ctx := context.Background()
+			tx, err := open(t, dsn, 5*time.Second).Begin(ctx)
+			require.NoError(t, err)
+			var got string
+			require.NoError(t, tx.QueryRow(ctx, "SELECT k FROM "+table+" WHERE k = $1 FOR UPDATE", k).Scan(&got))
+			return func() { tx.Rollback(ctx) }
+		}})
 }
 
 // The key reaches the database hashed, and the row is the original's:

@@ -20,6 +20,13 @@ import (
 // DefaultTimeout bounds one hit, lock wait included, by default.
 const DefaultTimeout = 500 * time.Millisecond
 
+// ServerTimeout is how long the server may spend on a statement of a hit
+// whose client waits at most timeout: four fifths of it. The server must
+// give up first. A client that gives up first only drops its connection,
+// and a statement that was waiting for a row lock then runs when the lock
+// is released and commits a hit its client was told was not counted.
+func ServerTimeout(timeout time.Duration) time.Duration { return timeout * 4 / 5 }
+
 // SweepBatch is how many rows one DELETE of a sweep removes at most.
 const SweepBatch = 1000
 

@@ -105,6 +105,8 @@ type DatabaseStore interface {
 	// CheckServer connects and creates the tables; refused settings are
 	// an error wrapping the package's ErrRefused.
 	CheckServer(ctx context.Context) error
+	// Key is the primary key of the row of key under r.
+	Key(r ratelab.Rule, key string) string
 }
 
 // Database describes a database store and its private server to
@@ -120,6 +122,9 @@ type Database struct {
 	DSN, Unreachable, WrongPassword, MissingDB string
 	Refused                                    error // the package's ErrRefused
 	SweepSize                                  int   // rows per DELETE of a sweep
+	// Hold locks row k of table in a transaction of another connection
+	// (SELECT … FOR UPDATE) and returns what rolls it back.
+	Hold func(t testing.TB, dsn, table, k string) (release func())
 }
 
 var prefixes atomic.Int64
@@ -146,6 +151,28 @@ func RunDatabase(t *testing.T, d Database) {
 	})
 	t.Run("eight connections on one key count exactly", func(t *testing.T) { Exact(t, fresh(t)()) })
 	t.Run("sweep deletes what is over, in batches", func(t *testing.T) { Sweep(t, fresh(t)(), d.SweepSize) })
+	t.Run("a row held elsewhere: the hit gives up at its timeout", func(t *testing.T) {
+		open := d.Connect(t, d.DSN, 300*time.Millisecond) // the server's bound is set per connection
+		o := Options{Prefix: fmt.Sprintf("t%d_", prefixes.Add(1)), Timeout: 300 * time.Millisecond, Policy: ratelab.FailClosed}
+		s := open(o)
+		require.NoError(t, s.CheckServer(context.Background()))
+		log := ratelab.Rule{Name: "held", Limit: 3, Window: time.Minute, Algorithm: ratelab.SlidingLog}
+		for _, c := range []struct {
+			rule  ratelab.Rule
+			table string
+		}{{Original, "fixed"}, {log, "state"}} {
+			Take(t, s, c.rule, Key, T0) // the row exists
+			release := d.Hold(t, d.DSN, o.Prefix+c.table, s.Key(c.rule, Key))
+			start := time.Now()
+			_, err := s.TakeAt(context.Background(), c.rule, Key, T0)
+			waited := time.Since(start)
+			release()
+			assert.ErrorIs(t, err, ratelab.ErrUnavailable, "%s: a fail-closed hit on a held row", c.table)
+			assert.Less(t, waited, 2*time.Second, "%s: the 300 ms timeout bounds the wait", c.table)
+			after := Take(t, s, c.rule, Key, T0) // released: hits go on, the refused one uncounted
+			assert.Equal(t, c.rule.Limit-2, after.Remaining, "%s: the held hit was not counted", c.table)
+		}
+	})
 	t.Run("an outage follows the policy", func(t *testing.T) {
 		open := d.Connect(t, d.Unreachable, 200*time.Millisecond)
 		Outage(t, d.Pkg, func(p ratelab.FailPolicy, log *slog.Logger) ratelab.Store {
