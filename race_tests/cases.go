@@ -239,6 +239,7 @@ func TornRead(dir string, order WriteOrder, lock bool) (Result, error) {
 	}
 	if lock {
 		tr.add(0, false, "finishes its write, unlocks")
+		tr.add(2, false, "count 6")
 	}
 	tr.add(1, readB == "0", "reads count %s", readB)
 	tr.add(1, false, "writes count %s", resB)

@@ -57,28 +57,25 @@ type sqlStore struct {
 }
 
 func openSQLStore(kind, dsn string) (*sqlStore, error) {
-	opts := struct {
-		policy  ratelab.FailPolicy
-		timeout time.Duration
-	}{ratelab.FailClosed, 5 * time.Second}
+	const timeout = 5 * time.Second // the hit, and the connection: see the stores' Options.Timeout
 	switch kind {
 	case "mysql":
-		db, err := mysqlstore.OpenDB(dsn, opts.timeout)
+		db, err := mysqlstore.OpenDB(dsn, timeout)
 		if err != nil {
 			return nil, err
 		}
-		s, err := mysqlstore.New(db, mysqlstore.Options{FailPolicy: opts.policy, Timeout: opts.timeout})
+		s, err := mysqlstore.New(db, mysqlstore.Options{FailPolicy: ratelab.FailClosed, Timeout: timeout})
 		if err != nil {
 			return nil, err
 		}
 		exec := func(ctx context.Context, q string) error { _, err := db.ExecContext(ctx, q); return err }
 		return &sqlStore{s, exec, func() { db.Close() }}, s.CheckServer(context.Background())
 	case "postgres":
-		pool, err := postgresstore.OpenPool(dsn, opts.timeout)
+		pool, err := postgresstore.OpenPool(dsn, timeout)
 		if err != nil {
 			return nil, err
 		}
-		s, err := postgresstore.New(pool, postgresstore.Options{FailPolicy: opts.policy, Timeout: opts.timeout})
+		s, err := postgresstore.New(pool, postgresstore.Options{FailPolicy: ratelab.FailClosed, Timeout: timeout})
 		if err != nil {
 			return nil, err
 		}
