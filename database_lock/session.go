@@ -13,6 +13,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
 
 	"github.com/ratelab/ratelab/internal/childproc"
+	"github.com/ratelab/ratelab/internal/poll"
 )
 
 const roleSession = "database_lock/session"
@@ -210,25 +211,24 @@ func (s *session) kill() { s.p.Kill() }
 // the evidence that its statement is held, not merely slow — and fails
 // after childproc.Timeout.
 func waitBlocked(ctx context.Context, admin *sql.DB, s *session) error {
-	deadline := time.Now().Add(childproc.Timeout)
 	args := make([]any, s.d.waitingArgs) // every placeholder is the session's id
 	for i := range args {
 		args[i] = s.id
 	}
-	for {
+	// No faster than every 0.1 s: InnoDB refreshes the cache behind
+	// INNODB_TRX only when it was not read for that long.
+	err := poll.Until(childproc.Timeout, 120*time.Millisecond, func() error {
 		var n int
 		if err := admin.QueryRowContext(ctx, s.d.waiting, args...).Scan(&n); err != nil {
-			return err
+			return poll.Stop(err)
 		}
-		if n > 0 {
-			return nil
+		if n == 0 {
+			return fmt.Errorf("%s is not waiting for a lock", s.name)
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s is not waiting for a lock after %v; stderr: %s", s.name, childproc.Timeout, s.p.Stderr())
-		}
-		// Polling the server for a state, not for a clock edge; no faster
-		// than every 0.1 s, because InnoDB refreshes the cache behind
-		// INNODB_TRX only when it was not read for that long.
-		time.Sleep(120 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w; stderr: %s", err, s.p.Stderr())
 	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/internal/claim"
+	"github.com/ratelab/ratelab/internal/poll"
 )
 
 // Pitfall is one demonstrated mistake or its fix: what was claimed and
@@ -101,12 +102,14 @@ func expireNow(ctx context.Context, rdb redis.Cmdable, key string) error {
 	if err := rdb.PExpire(ctx, key, time.Millisecond).Err(); err != nil {
 		return err
 	}
-	for i := 0; i < 1000; i++ {
+	return poll.Until(time.Second, time.Millisecond, func() error {
 		n, err := rdb.Exists(ctx, key).Result()
-		if err != nil || n == 0 {
-			return err
+		if err != nil {
+			return poll.Stop(err)
 		}
-		time.Sleep(time.Millisecond) // waiting for a state, not for a clock edge
-	}
-	return fmt.Errorf("redisstore: %s did not expire", key)
+		if n != 0 {
+			return fmt.Errorf("redisstore: %s did not expire", key)
+		}
+		return nil
+	})
 }

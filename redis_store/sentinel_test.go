@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/internal/poll"
 	"github.com/ratelab/ratelab/internal/redistest"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
@@ -56,17 +57,14 @@ func TestSentinelFailover(t *testing.T) {
 
 	require.NoError(t, pair.KillPrimary())
 	plain := store(0)
-	deadline := time.Now().Add(30 * time.Second)
 	var d ratelab.Decision
-	for {
-		// Until the sentinel promotes the replica, hits fail (the primary
-		// is gone, the replica is read-only) and nothing is counted.
-		if d, err = plain.TakeAt(ctx, rule, key, now); err == nil {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "no failover within 30 s: last error %v", err)
-		time.Sleep(50 * time.Millisecond) // polling for a state, not for a clock edge
-	}
+	// Until the sentinel promotes the replica, hits fail (the primary is
+	// gone, the replica is read-only) and nothing is counted.
+	err = poll.Until(30*time.Second, 50*time.Millisecond, func() (err error) {
+		d, err = plain.TakeAt(ctx, rule, key, now)
+		return err
+	})
+	require.NoError(t, err, "no failover")
 	assert.Equal(t, int64(19), d.Remaining, "the 11th hit, after the failover: the 10 confirmed hits were kept")
 
 	_, err = confirmed.TakeAt(ctx, rule, key, now)

@@ -4,7 +4,6 @@
 package lighttpdtest
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/internal/freeport"
+	"github.com/ratelab/ratelab/internal/poll"
 )
 
 // InstallHint is what to run where lighttpd is missing.
@@ -104,16 +104,15 @@ func (s *Server) stop() {
 }
 
 func (s *Server) waitReady(limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for {
+	err := poll.Until(limit, 10*time.Millisecond, func() error {
 		resp, err := http.Get(s.URL + "/")
 		if err == nil {
 			resp.Body.Close()
-			return nil
 		}
-		if time.Now().After(deadline) {
-			return errors.Join(errors.New("lighttpdtest: not ready"), err)
-		}
-		time.Sleep(10 * time.Millisecond) // polling for readiness, not for a clock edge
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("lighttpdtest: not ready: %w", err)
 	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ratelab/ratelab/internal/poll"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -53,26 +54,18 @@ func StartCluster(n int) (*Cluster, error) {
 // waitOK polls every node until each reports cluster_state:ok and knows
 // every other node.
 func (c *Cluster) waitOK(limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for {
-		ok := true
+	return poll.Until(limit, 20*time.Millisecond, func() error {
 		for _, s := range c.Nodes {
 			cl := s.Client()
 			info, err := cl.ClusterInfo(context.Background()).Result()
 			nodes, nerr := cl.ClusterNodes(context.Background()).Result()
 			cl.Close()
 			if err != nil || nerr != nil || !strings.Contains(info, "cluster_state:ok") || strings.Count(strings.TrimSpace(nodes), "\n")+1 != len(c.Nodes) {
-				ok = false
+				return fmt.Errorf("redistest: the cluster is not ok at %s", s.Addr)
 			}
 		}
-		if ok {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return errors.New("redistest: the cluster did not become ok")
-		}
-		time.Sleep(20 * time.Millisecond) // polling for readiness, not for a clock edge
-	}
+		return nil
+	})
 }
 
 // URL is the cluster in go-redis's ParseClusterURL form.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/ratelab/ratelab/internal/poll"
 )
 
 // Pair is a private primary and its replica: two redis-servers, the
@@ -42,19 +44,15 @@ func (p *Pair) waitReplicaUp(limit time.Duration) error {
 
 // waitReplication polls s's INFO replication until it contains want.
 func waitReplication(s *Server, want, failure string, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
 	c := s.Client()
 	defer c.Close()
-	for {
+	return poll.Until(limit, 10*time.Millisecond, func() error {
 		info, err := c.Info(context.Background(), "replication").Result()
-		if err == nil && strings.Contains(info, want) {
-			return nil
+		if err == nil && !strings.Contains(info, want) {
+			err = errors.New("redistest: " + failure)
 		}
-		if time.Now().After(deadline) {
-			return errors.New("redistest: " + failure)
-		}
-		time.Sleep(10 * time.Millisecond) // polling for a state, not for a clock edge
-	}
+		return err
+	})
 }
 
 // PrimaryURL and ReplicaURL are the servers' redis:// URLs.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/internal/freeport"
+	"github.com/ratelab/ratelab/internal/poll"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -72,19 +73,11 @@ func Start(args ...string) (*Server, error) {
 func (s *Server) waitReady(limit time.Duration) error {
 	c := s.Client()
 	defer c.Close()
-	deadline := time.Now().Add(limit)
-	for {
+	return poll.Until(limit, 10*time.Millisecond, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		err := c.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(10 * time.Millisecond) // polling for readiness, not for a clock edge
-	}
+		defer cancel()
+		return c.Ping(ctx).Err()
+	})
 }
 
 // Client returns a new client of the server.

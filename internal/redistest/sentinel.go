@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/internal/freeport"
+	"github.com/ratelab/ratelab/internal/poll"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -77,17 +78,13 @@ func StartSentinel(p *Pair) (*Sentinel, error) {
 func (s *Sentinel) waitReplicaKnown(limit time.Duration) error {
 	c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
 	defer c.Close()
-	deadline := time.Now().Add(limit)
-	for {
+	return poll.Until(limit, 20*time.Millisecond, func() error {
 		replicas, err := c.Replicas(context.Background(), SentinelMaster).Result()
-		if err == nil && len(replicas) > 0 && !strings.Contains(replicas[0]["flags"], "down") {
-			return nil
+		if err == nil && (len(replicas) == 0 || strings.Contains(replicas[0]["flags"], "down")) {
+			err = errors.New("redistest: the sentinel found no replica")
 		}
-		if time.Now().After(deadline) {
-			return errors.New("redistest: the sentinel found no replica")
-		}
-		time.Sleep(20 * time.Millisecond) // polling for a state, not for a clock edge
-	}
+		return err
+	})
 }
 
 // URL is the redis:// URL a client uses to reach the current primary

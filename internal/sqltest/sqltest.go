@@ -19,6 +19,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/ratelab/ratelab/internal/poll"
 )
 
 // Server is a running private database server.
@@ -63,25 +65,22 @@ func (s *Server) start(cmd *exec.Cmd) error {
 
 // waitReady calls ping until it succeeds, the server exits or limit passes.
 func (s *Server) waitReady(limit time.Duration, logFile string, ping func(context.Context) error) error {
-	deadline := time.Now().Add(limit)
-	for {
+	err := poll.Until(limit, 20*time.Millisecond, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
 		err := ping(ctx)
-		cancel()
-		if err == nil {
-			return nil
-		}
 		select {
 		case exitErr := <-s.exit:
 			s.exit <- exitErr
-			return fmt.Errorf("server exited (%v): %s", exitErr, tail(logFile))
+			return poll.Stop(fmt.Errorf("server exited (%v)", exitErr))
 		default:
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not ready after %v: %w; log: %s", limit, err, tail(logFile))
-		}
-		time.Sleep(20 * time.Millisecond) // polling for readiness, not for a clock edge
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("not ready: %w; log: %s", err, tail(logFile))
 	}
+	return nil
 }
 
 // tail returns the end of a log file, for an error.
