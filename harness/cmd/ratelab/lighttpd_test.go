@@ -52,11 +52,13 @@ func TestUnderLighttpd(t *testing.T) {
 	}
 	one := clientFrom("127.0.0.2")
 
-	t.Run("memory never answers 429", func(t *testing.T) {
+	t.Run("memory never answers 429, and always says r=29", func(t *testing.T) {
 		pids := map[string]bool{}
 		for i := range 40 {
 			resp := get(one, "memory")
 			require.Equal(t, http.StatusOK, resp.StatusCode, "request %d; error log: %s", i+1, srv.ErrorLog())
+			// Each process's new store has counted one hit: this one.
+			require.Regexp(t, `^"demo-start";r=29;t=\d+$`, resp.Header.Get("RateLimit"), "request %d", i+1)
 			pids[resp.Header.Get("X-Ratelab-Pid")] = true
 		}
 		assert.Len(t, pids, 40, "every request a new process")
