@@ -52,6 +52,7 @@ var dbRule = ratelab.Rule{Name: "bench", Limit: ratelab.MaxLimit, Window: time.H
 // sqlStore is a database store as the benchmark uses it.
 type sqlStore struct {
 	store ratelab.Store
+	check func(ctx context.Context) error           // connect and create the tables, once
 	exec  func(ctx context.Context, q string) error // one statement, one round trip
 	close func()
 }
@@ -69,7 +70,7 @@ func openSQLStore(kind, dsn string) (*sqlStore, error) {
 			return nil, err
 		}
 		exec := func(ctx context.Context, q string) error { _, err := db.ExecContext(ctx, q); return err }
-		return &sqlStore{s, exec, func() { db.Close() }}, s.CheckServer(context.Background())
+		return &sqlStore{s, s.CheckServer, exec, func() { db.Close() }}, nil
 	case "postgres":
 		pool, err := postgresstore.OpenPool(dsn, timeout)
 		if err != nil {
@@ -80,7 +81,7 @@ func openSQLStore(kind, dsn string) (*sqlStore, error) {
 			return nil, err
 		}
 		exec := func(ctx context.Context, q string) error { _, err := pool.Exec(ctx, q); return err }
-		return &sqlStore{s, exec, pool.Close}, s.CheckServer(context.Background())
+		return &sqlStore{s, s.CheckServer, exec, pool.Close}, nil
 	}
 	return nil, fmt.Errorf("bench: unknown database store %q", kind)
 }
@@ -129,6 +130,9 @@ func measureDatabase(o Options, kind, dsn string) (Database, error) {
 	}
 	defer s.close()
 	ctx, now := context.Background(), benchNow()
+	if err := s.check(ctx); err != nil { // the hitters below find the tables made
+		return Database{}, err
+	}
 	logRule := Rules()[2] // the sliding log, 30 a minute, stepping 2 s a hit
 	if logRule.Algorithm != ratelab.SlidingLog {
 		return Database{}, fmt.Errorf("bench: Rules()[2] is %s, not the sliding log", logRule.Algorithm)
