@@ -152,16 +152,7 @@ func (l *lab) selectForUpdate(ss []*session) (Lesson, error) {
 		a.run("BEGIN"), a.read(read, &seenA),
 		b.run("BEGIN"), b.start(read), l.waits(b), // B's read waits for A's lock
 		plusOne(a, "fu", &seenA), a.run("COMMIT"),
-		func() error { // B's read returns now, with A's write
-			rows, err := b.answer()
-			if err == nil && len(rows) != 1 {
-				err = fmt.Errorf("B's read returned %d rows", len(rows))
-			}
-			if err == nil {
-				seenB = rows[0]
-			}
-			return err
-		},
+		b.value(&seenB), // B's read returns now, with A's write
 		plusOne(b, "fu", &seenB), b.run("COMMIT"),
 	)
 	if err != nil {

@@ -171,13 +171,16 @@ func (s *session) run(stmt string) func() error {
 // read is the step that runs stmt, which must return one row of one
 // column, into *into.
 func (s *session) read(stmt string, into *string) func() error {
+	return func() error { return steps(s.start(stmt), s.value(into)) }
+}
+
+// value is the step that waits for the statement started last, which
+// must return one row of one column, into *into.
+func (s *session) value(into *string) func() error {
 	return func() error {
-		if err := s.send(stmt); err != nil {
-			return err
-		}
 		rows, err := s.answer()
 		if err == nil && len(rows) != 1 {
-			err = fmt.Errorf("%s: %s returned %d rows", s.name, oneLine(stmt), len(rows))
+			err = fmt.Errorf("%s: %d rows, want 1", s.name, len(rows))
 		}
 		if err == nil {
 			*into = rows[0]
