@@ -4,9 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
-	"fmt"
-	"log/slog"
 	"time"
 )
 
@@ -45,9 +42,14 @@ type Decision struct {
 	// ResetAfter is how long until the key is back to its full allowance
 	// if no hit comes first; never negative.
 	ResetAfter time.Duration
-	// NotCounted is non-nil when the store failed open: it could not record
-	// this hit, lets it through, and says why here.
+	// NotCounted is non-nil when the store could not record this hit in
+	// its shared state, and says why: under FailOpen the hit is let
+	// through, under FailLocal it was decided by the process alone (Local).
 	NotCounted error
+	// Local reports a decision made under FailLocal by the process's own
+	// in-memory limiter, because the shared store could not answer: it
+	// counts this process's hits only.
+	Local bool
 }
 
 // KeyDigest is how every persistent store names a state: the hex SHA-256
@@ -60,10 +62,6 @@ func KeyDigest(stateKey string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// ErrUnavailable is wrapped by the errors of a store that cannot record a
-// hit and is configured to fail closed.
-var ErrUnavailable = errors.New("ratelab: rate-limit state unavailable")
-
 // CheckHit reports whether a hit of r at now can be taken at all: the rule
 // is valid and the instant within bounds. Every store calls it first.
 func CheckHit(r Rule, now time.Time) error {
@@ -71,72 +69,6 @@ func CheckHit(r Rule, now time.Time) error {
 		return err
 	}
 	return CheckInstant(now)
-}
-
-// FailPolicy says what a store does when it cannot record a hit (the state
-// directory is gone, the disk is full, a lock holder hangs, Redis is down).
-//
-// Fail-open lets the request through uncounted: right for an abuse brake
-// with other backstops, such as the original's "don't create too many
-// demos". Fail-closed refuses to decide, and the middleware answers 503:
-// right for a security boundary such as login throttling. The zero value is
-// FailOpen, as in the original.
-type FailPolicy int
-
-const (
-	FailOpen FailPolicy = iota
-	FailClosed
-)
-
-// String returns "open" or "closed".
-func (p FailPolicy) String() string {
-	switch p {
-	case FailOpen:
-		return "open"
-	case FailClosed:
-		return "closed"
-	}
-	return fmt.Sprintf("FailPolicy(%d)", int(p))
-}
-
-// !+fail
-
-// Fail applies the policy to a hit of r a store could not record. It logs
-// one line naming the store (pkg), the place (where, say the file path) and
-// the cause. Fail-open returns an allowed decision with NotCounted set, as
-// the first hit of a fresh window would be;
-// fail-closed returns an error wrapping ErrUnavailable, prefixed with pkg.
-// If ctx has ended, the caller gave up: Fail returns ctx's error under
-// either policy, since nobody waits for the answer.
-func (p FailPolicy) Fail(ctx context.Context, log *slog.Logger, pkg string, where slog.Attr, r Rule, cause error) (Decision, error) {
-	if err := ctx.Err(); err != nil {
-		return Decision{}, fmt.Errorf("%s: %w", pkg, err)
-	}
-	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-		// A network deadline taken from ctx can fire just before ctx's own
-		// timer does: still the caller's deadline.
-		return Decision{}, fmt.Errorf("%s: %w", pkg, context.DeadlineExceeded)
-	}
-	if p == FailClosed {
-		log.Error(pkg+": hit refused (fail-closed): rate-limit state unavailable", where, "rule", r.Name, "err", cause)
-		return Decision{}, fmt.Errorf("%s: %w: %w", pkg, ErrUnavailable, cause)
-	}
-	log.Warn(pkg+": hit not counted (fail-open): rate-limit state unavailable", where, "rule", r.Name, "err", cause)
-	r = r.Normalized()
-	return Decision{Rule: r, Allowed: true, Remaining: r.Limit - 1, ResetAfter: r.Window, NotCounted: cause}, nil
-}
-
-// !-fail
-
-// ParseFailPolicy parses "open" or "closed".
-func ParseFailPolicy(s string) (FailPolicy, error) {
-	switch s {
-	case "open":
-		return FailOpen, nil
-	case "closed":
-		return FailClosed, nil
-	}
-	return 0, fmt.Errorf("ratelab: unknown fail policy %q: use open or closed", s)
 }
 
 // Resetter is a store that can forget the state of one key under one

@@ -158,25 +158,55 @@ func TestLimiterPassesFailOpenAndErrorsThrough(t *testing.T) {
 }
 
 func TestFailPolicy(t *testing.T) {
-	p, err := ratelab.ParseFailPolicy("closed")
-	require.NoError(t, err)
-	assert.Equal(t, ratelab.FailClosed, p)
-	_, err = ratelab.ParseFailPolicy("maybe")
-	assert.ErrorContains(t, err, "use open or closed")
-	assert.Equal(t, "open", ratelab.FailOpen.String())
+	for _, tt := range []struct {
+		in   string
+		want ratelab.FailPolicy
+	}{{"open", ratelab.FailOpen}, {"closed", ratelab.FailClosed}, {"local", ratelab.FailLocal}} {
+		got, err := ratelab.ParseFailPolicy(tt.in)
+		require.NoError(t, err)
+		assert.Equal(t, tt.want, got, "ParseFailPolicy(%q)", tt.in)
+		assert.Equal(t, tt.in, got.String())
+	}
+	_, err := ratelab.ParseFailPolicy("maybe")
+	assert.ErrorContains(t, err, "use open, closed or local")
+	_, err = ratelab.NewFailer(ratelab.FailLocal, "x", nil, nil)
+	assert.ErrorContains(t, err, "needs an in-process store")
+	_, err = ratelab.NewFailer(ratelab.FailPolicy(7), "x", nil, nil)
+	assert.ErrorContains(t, err, "unknown fail policy")
 
-	log := newDiscardLogger()
-	d, err := ratelab.FailOpen.Fail(context.Background(), log, "x", stringAttr(), original, errors.New("gone"))
+	failer := func(p ratelab.FailPolicy) *ratelab.Failer {
+		f, err := brokeninmemory.NewFailer(p, "x", newDiscardLogger())
+		require.NoError(t, err)
+		return f
+	}
+	now, gone := time.Unix(1_780_000_000, 0), errors.New("gone")
+	d, err := failer(ratelab.FailOpen).Fail(context.Background(), stringAttr(), original, "k", now, gone)
 	require.NoError(t, err)
 	assert.True(t, d.Allowed)
 	assert.Equal(t, int64(29), d.Remaining)
-	_, err = ratelab.FailClosed.Fail(context.Background(), log, "x", stringAttr(), original, errors.New("gone"))
+	assert.ErrorIs(t, d.NotCounted, gone)
+	_, err = failer(ratelab.FailClosed).Fail(context.Background(), stringAttr(), original, "k", now, gone)
 	assert.ErrorIs(t, err, ratelab.ErrUnavailable)
+
+	// Fail-local counts in this process: the 31st hit of one key is refused,
+	// another key has its own count.
+	local := failer(ratelab.FailLocal)
+	for i := 1; i <= 31; i++ {
+		d, err := local.Fail(context.Background(), stringAttr(), original, "k", now, gone)
+		require.NoError(t, err)
+		assert.Equal(t, i <= 30, d.Allowed, "hit %d", i)
+		assert.True(t, d.Local, "hit %d", i)
+		assert.ErrorIs(t, d.NotCounted, gone, "hit %d", i)
+	}
+	d, err = local.Fail(context.Background(), stringAttr(), original, "other", now, gone)
+	require.NoError(t, err)
+	assert.True(t, d.Allowed)
+	assert.Equal(t, time.Hour, d.RetryAfter+d.ResetAfter)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	for _, p := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed} {
-		_, err := p.Fail(ctx, log, "x", stringAttr(), original, errors.New("gone"))
+	for _, p := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed, ratelab.FailLocal} {
+		_, err := failer(p).Fail(ctx, stringAttr(), original, "k", now, gone)
 		assert.ErrorIs(t, err, context.Canceled, "policy %v: the caller gave up", p)
 	}
 }

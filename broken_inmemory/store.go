@@ -24,6 +24,7 @@ package brokeninmemory
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -34,8 +35,14 @@ import (
 // Store is an in-memory store, the Go twin of the original's
 // InMemoryRateLimitStorage. The zero value is ready to use; a Store is safe
 // for concurrent use by the goroutines of one process, and by nothing else.
-// Entries are never evicted, so memory grows with the number of keys.
+// Entries are never evicted one by one: memory grows with the number of
+// keys, up to MaxKeys.
 type Store struct {
+	// MaxKeys, if positive, bounds the states kept: a hit of a new key
+	// when MaxKeys are held first forgets them all, so every key starts
+	// over. 0 keeps every state.
+	MaxKeys int
+
 	mu     sync.Mutex
 	states map[string][]byte // state key + algorithm suffix → encoded state
 	rules  algorithm.Rules
@@ -64,7 +71,7 @@ func (s *Store) TakeAt(_ context.Context, r ratelab.Rule, key string, now time.T
 		return ratelab.Decision{}, err
 	}
 	if res.State != nil {
-		if s.states == nil {
+		if _, ok := s.states[id]; s.states == nil || !ok && s.MaxKeys > 0 && len(s.states) >= s.MaxKeys {
 			s.states = make(map[string][]byte)
 		}
 		s.states[id] = res.State
@@ -83,4 +90,23 @@ func (s *Store) Reset(_ context.Context, r ratelab.Rule, key string) error {
 	defer s.mu.Unlock()
 	delete(s.states, r.StateKey(key)+algorithm.Suffix(r.Normalized().Algorithm))
 	return nil
+}
+
+// FallbackKeys is how many states the in-process store of NewFailer keeps
+// at most: about 10 MB of fixed windows.
+const FallbackKeys = 1 << 16
+
+// NewFailer returns the ratelab.Failer of the store named pkg for policy
+// p. Under ratelab.FailLocal its in-process store is this package's Store,
+// bounded by FallbackKeys: the lesson's broken store, made a fallback for
+// a shared store that cannot answer. It decides as the shared store would
+// for one process, so a pool of K workers lets at most K × limit through
+// per key while the shared store is out — and a CGI program, whose process
+// serves one request, no fewer than fail-open does.
+func NewFailer(p ratelab.FailPolicy, pkg string, log *slog.Logger) (*ratelab.Failer, error) {
+	var local ratelab.Store
+	if p == ratelab.FailLocal {
+		local = &Store{MaxKeys: FallbackKeys}
+	}
+	return ratelab.NewFailer(p, pkg, log, local)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -47,4 +48,23 @@ func TestConcurrentHitsInOneProcessAreExact(t *testing.T) {
 	d, err := s.TakeAt(context.Background(), r, storetest.Key, storetest.T0)
 	require.NoError(t, err)
 	assert.Equal(t, r.Limit-4001, d.Remaining, "remaining after 4001 hits")
+}
+
+// MaxKeys bounds the memory: a new key past the bound forgets every state,
+// so each key starts over, and a key already held keeps counting.
+func TestMaxKeysForgetsEverythingWhenFull(t *testing.T) {
+	s := &brokeninmemory.Store{MaxKeys: 2}
+	r := ratelab.Rule{Name: "r", Limit: 1, Window: time.Hour}
+	now := time.Unix(1_780_000_000, 0)
+	take := func(key string) bool {
+		d, err := s.TakeAt(context.Background(), r, key, now)
+		require.NoError(t, err)
+		return d.Allowed
+	}
+	for _, tt := range []struct {
+		key  string
+		want bool
+	}{{"a", true}, {"b", true}, {"a", false}, {"b", false}, {"c", true}, {"a", true}, {"c", false}} {
+		assert.Equal(t, tt.want, take(tt.key), "hit of %q", tt.key)
+	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
+	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 )
 
 // DirName is the directory under the base directory that holds state files.
@@ -61,7 +62,7 @@ type Store struct {
 	dir      string
 	dirMu    sync.RWMutex // guards dirfd against its replacement
 	dirfd    int          // the state directory, opened without following links
-	policy   ratelab.FailPolicy
+	fail     *ratelab.Failer
 	lockWait time.Duration
 	log      *slog.Logger
 	now      func() time.Time
@@ -85,9 +86,6 @@ func New(base string, opts Options) (*Store, error) {
 	if opts.LockWait < 0 && opts.LockWait != WaitForever {
 		return nil, fmt.Errorf("fixedfilestore: lock wait %v must not be negative (or WaitForever)", opts.LockWait)
 	}
-	if opts.FailPolicy != ratelab.FailOpen && opts.FailPolicy != ratelab.FailClosed {
-		return nil, fmt.Errorf("fixedfilestore: unknown fail policy %v", opts.FailPolicy)
-	}
 	if base == "" {
 		return nil, errors.New("fixedfilestore: base directory is empty: name the directory that holds rate-limits/")
 	}
@@ -96,13 +94,16 @@ func New(base string, opts Options) (*Store, error) {
 	}
 	s := &Store{
 		dir:      filepath.Join(base, DirName),
-		policy:   opts.FailPolicy,
 		lockWait: cmp.Or(opts.LockWait, DefaultLockWait),
 		log:      opts.Logger,
 		now:      opts.Clock,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
+	}
+	var err error
+	if s.fail, err = brokeninmemory.NewFailer(opts.FailPolicy, "fixedfilestore", s.log); err != nil {
+		return nil, err
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -113,7 +114,6 @@ func New(base string, opts Options) (*Store, error) {
 	if err := checkDir(s.dir); err != nil {
 		return nil, err
 	}
-	var err error
 	if s.dirfd, err = openDir(s.dir); err != nil {
 		return nil, fmt.Errorf("fixedfilestore: %w", err)
 	}
@@ -187,9 +187,10 @@ func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.D
 // allows the hit with NotCounted set; a fail-closed store logs and returns
 // an error wrapping ratelab.ErrUnavailable. The lock wait ends at
 // Options.LockWait or when ctx ends, whichever is first; if ctx ended, its
-// error is returned under either policy. An invalid rule or instant, and a
-// state of another rule with the same name (ratelab.ErrRuleConflict, the
-// file left as it was), are errors under either policy.
+// error is returned under every policy; fail-local decides in this process
+// alone (ratelab.FailLocal). An invalid rule or instant, and a state of
+// another rule with the same name (ratelab.ErrRuleConflict, the file left
+// as it was), are errors under every policy.
 func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
 	if err := s.rules.Admit(r, now); err != nil {
 		return ratelab.Decision{}, err
@@ -202,7 +203,7 @@ func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time
 	case errors.Is(err, ratelab.ErrRuleConflict):
 		return ratelab.Decision{}, fmt.Errorf("fixedfilestore: %s: %w", path, err)
 	}
-	return s.policy.Fail(ctx, s.log, "fixedfilestore", slog.String("path", path), r, err)
+	return s.fail.Fail(ctx, slog.String("path", path), r, key, now, err)
 }
 
 // !-takeat

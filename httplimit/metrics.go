@@ -13,6 +13,8 @@ const (
 	Allowed       = "allowed"         // within the limit, counted
 	Throttled     = "throttled"       // refused: 429
 	NotCounted    = "not_counted"     // let through uncounted: the store failed open
+	LocalAllowed  = "local_allowed"   // allowed by this process alone: the store failed local
+	LocalRefused  = "local_throttled" // refused by this process alone (429): the store failed local
 	Unavailable   = "unavailable"     // refused: 503, the store failed closed
 	DryRunRefused = "dry_run_refused" // would have been refused; DryRun let it through
 	Allowlisted   = "allowlisted"     // never counted: Allow said so

@@ -131,15 +131,13 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 		t := strconv.FormatInt(ratelab.CeilSeconds(wait), 10)
 		h.Set("RateLimit", fmt.Sprintf("%q;r=%d;t=%s", d.Rule.Name, d.Remaining, t))
 		switch {
-		case d.NotCounted != nil:
-			count(d.Rule.Name, NotCounted)
 		case d.Allowed:
-			count(d.Rule.Name, Allowed)
+			count(d.Rule.Name, allowedOutcome(d))
 		case m.DryRun:
 			count(d.Rule.Name, DryRunRefused)
 			logger.Warn("httplimit: dry run: this request would have been refused", "policy", d.Rule.Name, "retry_after", t)
 		default:
-			count(d.Rule.Name, Throttled)
+			count(d.Rule.Name, refusedOutcome(d))
 			h.Set("Retry-After", t)
 			http.Error(w, "rate limit exceeded: retry after "+t+" seconds", http.StatusTooManyRequests)
 			return
@@ -147,4 +145,25 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 		// !-answer
 		next.ServeHTTP(w, r)
 	})
+}
+
+// allowedOutcome is the Metrics outcome of an allowed decision: counted,
+// let through uncounted (fail-open), or allowed by this process alone
+// (fail-local).
+func allowedOutcome(d ratelab.Decision) string {
+	switch {
+	case d.Local:
+		return LocalAllowed
+	case d.NotCounted != nil:
+		return NotCounted
+	}
+	return Allowed
+}
+
+// refusedOutcome is the Metrics outcome of a refused decision.
+func refusedOutcome(d ratelab.Decision) string {
+	if d.Local {
+		return LocalRefused
+	}
+	return Throttled
 }

@@ -30,6 +30,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
+	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 )
 
 // DefaultTimeout bounds one hit's round trip by default.
@@ -70,7 +71,7 @@ var ErrNotReplicated = errors.New("redisstore: the write was not confirmed by en
 // one Redis.
 type Store struct {
 	rdb     redis.Cmdable
-	policy  ratelab.FailPolicy
+	fail    *ratelab.Failer
 	timeout time.Duration
 	log     *slog.Logger
 	prefix  string
@@ -152,16 +153,13 @@ func New(client redis.Cmdable, opts Options) (*Store, error) {
 	if opts.Timeout < 0 {
 		return nil, fmt.Errorf("redisstore: timeout %v must not be negative", opts.Timeout)
 	}
-	if opts.FailPolicy != ratelab.FailOpen && opts.FailPolicy != ratelab.FailClosed {
-		return nil, fmt.Errorf("redisstore: unknown fail policy %v", opts.FailPolicy)
-	}
 	if opts.WaitReplicas < 0 || opts.WaitTimeout < 0 {
 		return nil, fmt.Errorf("redisstore: WaitReplicas %d and WaitTimeout %v must not be negative", opts.WaitReplicas, opts.WaitTimeout)
 	}
 	if opts.WaitReplicas > 0 && cmp.Or(opts.WaitTimeout, 100*time.Millisecond) >= cmp.Or(opts.Timeout, DefaultTimeout) {
 		return nil, fmt.Errorf("redisstore: WaitTimeout %v must be shorter than Timeout %v, which bounds the script and the WAIT together", opts.WaitTimeout, opts.Timeout)
 	}
-	s := &Store{rdb: client, policy: opts.FailPolicy, timeout: cmp.Or(opts.Timeout, DefaultTimeout), log: opts.Logger,
+	s := &Store{rdb: client, timeout: cmp.Or(opts.Timeout, DefaultTimeout), log: opts.Logger,
 		prefix: cmp.Or(opts.Prefix, "ratelab:"), now: opts.Clock,
 		waitReplicas: opts.WaitReplicas, waitTimeout: cmp.Or(opts.WaitTimeout, 100*time.Millisecond)}
 	if s.log == nil {
@@ -169,6 +167,10 @@ func New(client redis.Cmdable, opts Options) (*Store, error) {
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	var err error
+	if s.fail, err = brokeninmemory.NewFailer(opts.FailPolicy, "redisstore", s.log); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -197,9 +199,10 @@ func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.D
 // is first. When Redis cannot answer in time, a fail-open store logs and
 // allows the hit with NotCounted set; a fail-closed store logs and returns
 // an error wrapping ratelab.ErrUnavailable; if ctx ended, its error is
-// returned under either policy. An invalid rule or instant, and a state of
-// another rule with the same name (ratelab.ErrRuleConflict, the state left
-// as it was), are errors under either policy.
+// returned under every policy; fail-local decides in this process alone
+// (ratelab.FailLocal). An invalid rule or instant, and a state of another
+// rule with the same name (ratelab.ErrRuleConflict, the state left as it
+// was), are errors under every policy.
 func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
 	if err := s.rules.Admit(r, now); err != nil {
 		return ratelab.Decision{}, err
@@ -213,7 +216,7 @@ func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time
 	case errors.Is(err, ratelab.ErrRuleConflict):
 		return ratelab.Decision{}, fmt.Errorf("redisstore: %s: %w", rkey, err)
 	}
-	return s.policy.Fail(ctx, s.log, "redisstore", slog.String("key", rkey), r, err)
+	return s.fail.Fail(ctx, slog.String("key", rkey), r, key, now, err)
 }
 
 func (s *Store) take(ctx context.Context, rkey string, r ratelab.Rule, now time.Time) (ratelab.Decision, error) {

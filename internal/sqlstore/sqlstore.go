@@ -15,6 +15,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
+	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 )
 
 // DefaultTimeout bounds one hit, lock wait included, by default.
@@ -39,6 +40,7 @@ type Base struct {
 	Now     func() time.Time
 	Prefix  string
 	rules   algorithm.Rules
+	fail    *ratelab.Failer
 }
 
 var prefixRE = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
@@ -48,15 +50,16 @@ func (b *Base) Check() error {
 	if b.Timeout < 0 {
 		return fmt.Errorf("%s: timeout %v must not be negative", b.Pkg, b.Timeout)
 	}
-	if b.Policy != ratelab.FailOpen && b.Policy != ratelab.FailClosed {
-		return fmt.Errorf("%s: unknown fail policy %v", b.Pkg, b.Policy)
-	}
 	b.Prefix = cmp.Or(b.Prefix, "ratelab_")
 	if !prefixRE.MatchString(b.Prefix) {
 		return fmt.Errorf("%s: table prefix %q: use 1 to 32 lower-case letters, digits and underscores", b.Pkg, b.Prefix)
 	}
 	b.Timeout = cmp.Or(b.Timeout, DefaultTimeout)
 	b.Log = cmp.Or(b.Log, slog.Default())
+	var err error
+	if b.fail, err = brokeninmemory.NewFailer(b.Policy, b.Pkg, b.Log); err != nil {
+		return err
+	}
 	if b.Now == nil {
 		b.Now = time.Now
 	}
@@ -96,7 +99,7 @@ func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.
 	case errors.Is(err, ratelab.ErrRuleConflict):
 		return ratelab.Decision{}, fmt.Errorf("%s: %s: %w", b.Pkg, k, err)
 	}
-	return b.Policy.Fail(ctx, b.Log, b.Pkg, slog.String("key", k), r, err)
+	return b.fail.Fail(ctx, slog.String("key", k), r, key, now, err)
 }
 
 // Expiry is when a state can be swept: once the key is back to its full

@@ -1,0 +1,130 @@
+package ratelab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// ErrUnavailable is wrapped by the errors of a store that cannot record a
+// hit and is configured to fail closed.
+var ErrUnavailable = errors.New("ratelab: rate-limit state unavailable")
+
+// FailPolicy says what a store does when it cannot record a hit (the state
+// directory is gone, the disk is full, a lock holder hangs, Redis or the
+// database is down). Load is not such a case: a store waits its turn for
+// a busy server within its timeout.
+//
+// Fail-open lets the request through uncounted: right for an abuse brake
+// with other backstops, such as the original's "don't create too many
+// demos". Fail-closed refuses to decide, and the middleware answers 503:
+// right for a security boundary such as login throttling. Fail-local
+// decides with an in-memory limiter of the same rule in this process
+// alone — the lesson's broken store as a bounded fallback: a pool of K
+// long-lived processes lets at most K × limit through while the shared
+// store is out, but under CGI, where every request is a new process, it is
+// no better than fail-open. The zero value is FailOpen, as in the original.
+type FailPolicy int
+
+const (
+	FailOpen FailPolicy = iota
+	FailClosed
+	FailLocal
+)
+
+// String returns "open", "closed" or "local".
+func (p FailPolicy) String() string {
+	switch p {
+	case FailOpen:
+		return "open"
+	case FailClosed:
+		return "closed"
+	case FailLocal:
+		return "local"
+	}
+	return fmt.Sprintf("FailPolicy(%d)", int(p))
+}
+
+// ParseFailPolicy parses "open", "closed" or "local".
+func ParseFailPolicy(s string) (FailPolicy, error) {
+	for _, p := range []FailPolicy{FailOpen, FailClosed, FailLocal} {
+		if p.String() == s {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("ratelab: unknown fail policy %q: use open, closed or local", s)
+}
+
+// Failer applies a store's fail policy to the hits the store could not
+// record. A store makes one with NewFailer and keeps it; a Failer is safe
+// for concurrent use.
+type Failer struct {
+	policy FailPolicy
+	pkg    string
+	log    *slog.Logger
+	local  Store
+}
+
+// NewFailer returns the Failer of the store named pkg (its package name,
+// for errors and log lines), logging to log. local is the in-process store
+// FailLocal decides with; it is required for FailLocal and ignored
+// otherwise.
+func NewFailer(p FailPolicy, pkg string, log *slog.Logger, local Store) (*Failer, error) {
+	switch {
+	case p != FailOpen && p != FailClosed && p != FailLocal:
+		return nil, fmt.Errorf("%s: unknown fail policy %v", pkg, p)
+	case p == FailLocal && local == nil:
+		return nil, fmt.Errorf("%s: fail policy local needs an in-process store", pkg)
+	case p != FailLocal:
+		local = nil
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Failer{policy: p, pkg: pkg, log: log, local: local}, nil
+}
+
+// Policy returns the policy f applies.
+func (f *Failer) Policy() FailPolicy { return f.policy }
+
+// !+fail
+
+// Fail applies the policy to a hit of key under r at now that the store
+// could not record, for cause. It logs one line naming the store, the
+// place (where: a file path, a key) and the cause. Fail-open returns an
+// allowed decision with NotCounted set, as the first hit of a fresh window
+// would be; fail-closed returns an error wrapping ErrUnavailable;
+// fail-local returns the in-process store's decision, with Local and
+// NotCounted set. If ctx has ended, the caller gave up: Fail returns ctx's
+// error under every policy, since nobody waits for the answer.
+func (f *Failer) Fail(ctx context.Context, where slog.Attr, r Rule, key string, now time.Time, cause error) (Decision, error) {
+	if err := ctx.Err(); err != nil {
+		return Decision{}, fmt.Errorf("%s: %w", f.pkg, err)
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		// A network deadline taken from ctx can fire just before ctx's own
+		// timer does: still the caller's deadline.
+		return Decision{}, fmt.Errorf("%s: %w", f.pkg, context.DeadlineExceeded)
+	}
+	switch f.policy {
+	case FailClosed:
+		f.log.Error(f.pkg+": hit refused (fail-closed): rate-limit state unavailable", where, "rule", r.Name, "err", cause)
+		return Decision{}, fmt.Errorf("%s: %w: %w", f.pkg, ErrUnavailable, cause)
+	case FailLocal:
+		d, err := f.local.TakeAt(ctx, r, key, now)
+		if err != nil {
+			return Decision{}, fmt.Errorf("%s: fail-local: %w", f.pkg, err)
+		}
+		f.log.Warn(f.pkg+": hit decided by this process alone (fail-local): rate-limit state unavailable", where,
+			"rule", r.Name, "allowed", d.Allowed, "err", cause)
+		d.Local, d.NotCounted = true, cause
+		return d, nil
+	}
+	f.log.Warn(f.pkg+": hit not counted (fail-open): rate-limit state unavailable", where, "rule", r.Name, "err", cause)
+	r = r.Normalized()
+	return Decision{Rule: r, Allowed: true, Remaining: r.Limit - 1, ResetAfter: r.Window, NotCounted: cause}, nil
+}
+
+// !-fail
