@@ -31,13 +31,13 @@ func (a App) newStore(logger *slog.Logger) (ratelab.Store, error) {
 		}
 		return redisstore.New(c, redisstore.Options{FailPolicy: a.FailPolicy, Logger: logger})
 	case "mysql":
-		db, err := mysqlstore.OpenDB(a.DSN, 0)
+		db, err := mysqlstore.OpenDB(a.DSN, 0, 0)
 		if err != nil {
 			return nil, err
 		}
 		return mysqlstore.New(db, mysqlstore.Options{FailPolicy: a.FailPolicy, Logger: logger})
 	case "postgres":
-		pool, err := postgresstore.OpenPool(a.DSN, 0)
+		pool, err := postgresstore.OpenPool(a.DSN, 0, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -61,7 +61,7 @@ func (a App) CheckDatabase(ctx context.Context) error {
 	var check func(context.Context) error
 	switch a.Store {
 	case "mysql":
-		db, err := mysqlstore.OpenDB(a.DSN, 0)
+		db, err := mysqlstore.OpenDB(a.DSN, 0, 0)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrConfig, err)
 		}
@@ -72,7 +72,7 @@ func (a App) CheckDatabase(ctx context.Context) error {
 		}
 		check = s.CheckServer
 	case "postgres":
-		pool, err := postgresstore.OpenPool(a.DSN, 0)
+		pool, err := postgresstore.OpenPool(a.DSN, 0, 0)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrConfig, err)
 		}

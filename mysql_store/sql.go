@@ -22,18 +22,35 @@ type queries struct {
 
 // !+fixed
 
-// fixedSQL is the fixed window's hit. Its arguments: the key, a new
-// window's reset_at, now, the latest reset_at still this rule's, the cap
-// (limit + 1), now, a new window's reset_at. count comes first: each
-// assignment sees the ones before it, and count must test the old
-// reset_at. LAST_INSERT_ID(expr) returns reset_at << 28 | count in the OK
-// packet, for one round trip without RETURNING.
-const fixedSQL = `INSERT INTO {fixed} (k, count, reset_at) VALUES (?, 1, ?)
+// fixedSQL is the fixed window's hit, written so that no assignment reads
+// a column another one wrote: the same statement under MySQL's left-to-
+// right assignments and MariaDB's SIMULTANEOUS_ASSIGNMENT. count is
+// computed from the old row; reset_at from the old reset_at alone.
+// LAST_INSERT_ID(expr) hands the result back in the OK packet — reset_at
+// << 28 | count, bit 63 set when the row held values no rule writes and
+// was replaced — for one round trip without RETURNING. The row is
+// touched only while the server's clock is before the deadline.
+//
+// Its arguments, by name (see fixedArgs): key, fresh, deadline; then t,
+// maxReset, fresh, maxReset, maxCount, live, cap; then t, maxReset, fresh.
+const fixedSQL = `INSERT INTO {fixed} (k, count, reset_at)
+SELECT ?, 1, ? FROM DUAL WHERE UNIX_TIMESTAMP(SYSDATE(6)) * 1000000 < ?
 ON DUPLICATE KEY UPDATE
-  count = IF(reset_at <= ?, 1, IF(reset_at > ?, count, LEAST(count + 1, ?))),
-  reset_at = LAST_INSERT_ID(IF(reset_at <= ?, ?, reset_at) << 28 | count) >> 28`
+  count = LAST_INSERT_ID(IF(reset_at <= ? OR reset_at > ?,
+    ? << 28 | 1 | IF(reset_at > ?, 1 << 63, 0),
+    reset_at << 28 | IF(count < 0 OR count > ?, 1 | 1 << 63,
+                        IF(reset_at > ?, count, LEAST(count + 1, ?))))) & 268435455,
+  reset_at = IF(reset_at <= ? OR reset_at > ?, ?, reset_at)`
 
 // !-fixed
+
+// fixedArgs are fixedSQL's arguments for a hit.
+func fixedArgs(h sqlstore.Hit) []any {
+	b := h.Fixed()
+	return []any{h.Key, b.Fresh, h.Deadline,
+		b.T, b.MaxReset, b.Fresh, b.MaxReset, b.MaxCount, b.Live, b.Cap,
+		b.T, b.MaxReset, b.Fresh}
+}
 
 func newQueries(prefix string) queries {
 	r := strings.NewReplacer("{fixed}", prefix+"fixed", "{state}", prefix+"state")
@@ -52,9 +69,11 @@ func newQueries(prefix string) queries {
   KEY (expires_at)
 ) ENGINE=InnoDB`),
 		},
-		fixed:      r.Replace(fixedSQL),
-		ensure:     r.Replace(`INSERT INTO {state} (k, state, expires_at) VALUES (?, '', 0) ON DUPLICATE KEY UPDATE k = k`),
-		lock:       r.Replace(`SELECT state FROM {state} WHERE k = ? FOR UPDATE`),
+		fixed:  r.Replace(fixedSQL),
+		ensure: r.Replace(`INSERT INTO {state} (k, state, expires_at) VALUES (?, '', 0) ON DUPLICATE KEY UPDATE k = k`),
+		// The state, and whether the server's clock is still before the
+		// deadline (Unix µs) once the row is locked.
+		lock:       r.Replace(`SELECT state, UNIX_TIMESTAMP(SYSDATE(6)) * 1000000 < ? FROM {state} WHERE k = ? FOR UPDATE`),
 		update:     r.Replace(`UPDATE {state} SET state = ?, expires_at = ? WHERE k = ?`),
 		resetFixed: r.Replace(`DELETE FROM {fixed} WHERE k = ?`),
 		resetState: r.Replace(`DELETE FROM {state} WHERE k = ?`),

@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
+	"github.com/ratelab/ratelab/internal/redact"
 	"github.com/ratelab/ratelab/internal/sqlstore"
 )
 
@@ -55,7 +57,7 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 		return nil, errors.New("mysqlstore: New needs a database")
 	}
 	s := &Store{db: db, base: sqlstore.Base{Pkg: "mysqlstore", Policy: opts.FailPolicy, Timeout: opts.Timeout,
-		Log: opts.Logger, Now: opts.Clock, Prefix: opts.Prefix}}
+		Log: opts.Logger, Now: opts.Clock, Prefix: opts.Prefix, Overloaded: overloaded}}
 	if err := s.base.Check(); err != nil {
 		return nil, err
 	}
@@ -64,20 +66,25 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 }
 
 // OpenDB opens a database for a Store from a go-sql-driver/mysql DSN,
-// user:password@tcp(host:port)/dbname: parameters interpolated by the
-// client (one round trip per statement), connect, read and write timeouts
-// of timeout (0: DefaultTimeout), an InnoDB lock wait of 1 s (the
-// server's unit) and a pool of idle connections kept for the hits to come.
+// user:password@tcp(host:port)/dbname, and does not connect: parameters
+// interpolated by the client (one round trip per statement), connect,
+// read and write timeouts of timeout (0: DefaultTimeout), an InnoDB lock
+// wait of 1 s (the server's unit), and at most maxConns connections open
+// at once (0: DefaultMaxConns), kept idle for the hits to come; a hit
+// waits its turn for one. Size maxConns so that every process sharing
+// the server stays below its max_connections (see ConnBudget).
+//
 // On MariaDB every connection also sets max_statement_time to four fifths
 // of timeout, so that the server abandons a statement waiting for a row
-// lock before the client does: otherwise the statement would run once
-// the lock is released, and count a hit reported as failed. MySQL has no
-// such setting for writes; there a hit that timed out on a held row may
-// still be counted. It does not connect.
-func OpenDB(dsn string, timeout time.Duration) (*sql.DB, error) {
+// lock before the client does. MySQL has no such setting for writes; the
+// statements' own deadline check covers most of it (see the package doc).
+func OpenDB(dsn string, timeout time.Duration, maxConns int) (*sql.DB, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("mysqlstore: %w", err)
+		return nil, fmt.Errorf("mysqlstore: %w", redact.Err(err, dsn))
+	}
+	if maxConns < 0 {
+		return nil, fmt.Errorf("mysqlstore: maxConns %d must not be negative", maxConns)
 	}
 	timeout = cmp.Or(max(timeout, 0), DefaultTimeout)
 	cfg.InterpolateParams = true
@@ -88,13 +95,26 @@ func OpenDB(dsn string, timeout time.Duration) (*sql.DB, error) {
 	cfg.Params["innodb_lock_wait_timeout"] = "1"
 	c, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("mysqlstore: %w", err)
+		return nil, fmt.Errorf("mysqlstore: %w", redact.Err(err, dsn))
 	}
 	db := sql.OpenDB(setup{c, fmt.Sprintf("SET SESSION max_statement_time = %.3f", sqlstore.ServerTimeout(timeout).Seconds())})
-	db.SetMaxOpenConns(64)
-	db.SetMaxIdleConns(64)
+	n := cmp.Or(maxConns, DefaultMaxConns)
+	db.SetMaxOpenConns(n)
+	db.SetMaxIdleConns(n)
 	db.SetConnMaxIdleTime(time.Minute)
 	return db, nil
+}
+
+// DefaultMaxConns is how many connections a database of OpenDB opens at
+// most by default.
+const DefaultMaxConns = sqlstore.DefaultMaxConns
+
+// overloaded reports whether err is the server turning a connection away
+// for want of a free slot (1040, too many connections; 1203, too many of
+// this user's): the server is busy, not gone.
+func overloaded(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1040 || me.Number == 1203)
 }
 
 // Key returns the primary key of the state of key under r: the algorithm
@@ -120,14 +140,14 @@ func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time
 }
 
 // countBits is how many low bits of the fixed statement's packed result
-// hold the count.
+// hold the count; bit 63 says the row was replaced.
 const countBits = 28
 
-// takeFixed is the fixed window's one statement.
-func (s *Store) takeFixed(ctx context.Context, k string, r ratelab.Rule, now time.Time) (ratelab.Decision, error) {
-	t, w, skew := now.Unix(), int64(r.Window/time.Second), int64(ratelab.MaxSkew/time.Second)
-	fresh := t + w
-	res, err := s.db.ExecContext(ctx, s.q.fixed, k, fresh, t, t+w+skew, r.Limit+1, t, fresh)
+// takeFixed is the fixed window's one statement. Its packed result is 0
+// when it set none: it inserted the row (one row affected) or the
+// deadline had passed (none).
+func (s *Store) takeFixed(ctx context.Context, h sqlstore.Hit) (ratelab.Decision, error) {
+	res, err := s.db.ExecContext(ctx, s.q.fixed, fixedArgs(h)...)
 	if err != nil {
 		return ratelab.Decision{}, err
 	}
@@ -135,18 +155,21 @@ func (s *Store) takeFixed(ctx context.Context, k string, r ratelab.Rule, now tim
 	if err != nil {
 		return ratelab.Decision{}, err
 	}
-	count, resetAt := int64(1), fresh // a new row: the statement inserted, and set no result
-	if packed != 0 {
-		count, resetAt = packed&(1<<countBits-1), packed>>countBits
+	if packed == 0 {
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return ratelab.Decision{}, cmp.Or(err, sqlstore.ErrLate)
+		}
+		return h.FixedDecision(1, h.Fixed().Fresh) // a new row
 	}
-	if resetAt > t+w+skew {
-		return ratelab.Decision{}, algorithm.FixedConflict(r, resetAt-t)
+	if packed < 0 {
+		s.base.Log.Warn("mysqlstore: replaced a corrupt state", "key", h.Key)
+		packed &= math.MaxInt64
 	}
-	return algorithm.FixedDecision(r, count, resetAt, now), nil
+	return h.FixedDecision(packed&(1<<countBits-1), packed>>countBits)
 }
 
 // takeLocked runs package algorithm's step on the row under its lock.
-func (s *Store) takeLocked(ctx context.Context, k string, r ratelab.Rule, now time.Time) (d ratelab.Decision, err error) {
+func (s *Store) takeLocked(ctx context.Context, h sqlstore.Hit) (d ratelab.Decision, err error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return d, err
@@ -158,22 +181,26 @@ func (s *Store) takeLocked(ctx context.Context, k string, r ratelab.Rule, now ti
 	}()
 	// Create the row, or take its lock if it exists: SELECT … FOR UPDATE
 	// alone locks no row that does not exist yet.
-	if _, err = tx.ExecContext(ctx, s.q.ensure, k); err != nil {
+	if _, err = tx.ExecContext(ctx, s.q.ensure, h.Key); err != nil {
 		return d, err
 	}
 	var old []byte
-	if err = tx.QueryRowContext(ctx, s.q.lock, k).Scan(&old); err != nil {
+	var inTime bool
+	if err = tx.QueryRowContext(ctx, s.q.lock, h.Deadline, h.Key).Scan(&old, &inTime); err != nil {
 		return d, err
 	}
-	res, err := algorithm.Take(nil, old, r, now)
+	if !inTime {
+		return d, sqlstore.ErrLate
+	}
+	res, err := algorithm.Take(nil, old, h.Rule, h.Now)
 	if err != nil {
 		return d, err
 	}
 	if res.Replaced != nil && len(old) > 0 {
-		s.base.Log.Warn("mysqlstore: replaced a corrupt state", "key", k, "cause", res.Replaced)
+		s.base.Log.Warn("mysqlstore: replaced a corrupt state", "key", h.Key, "cause", res.Replaced)
 	}
 	if res.State != nil {
-		if _, err = tx.ExecContext(ctx, s.q.update, res.State, sqlstore.Expiry(res.Decision, now), k); err != nil {
+		if _, err = tx.ExecContext(ctx, s.q.update, res.State, sqlstore.Expiry(res.Decision, h.Now), h.Key); err != nil {
 			return d, err
 		}
 	}

@@ -33,7 +33,7 @@ func connect(t testing.TB, dsn string, timeout time.Duration) func(storetest.Opt
 
 func open(t testing.TB, dsn string, timeout time.Duration) *sql.DB {
 	t.Helper()
-	db, err := mysqlstore.OpenDB(dsn, timeout)
+	db, err := mysqlstore.OpenDB(dsn, timeout, 0)
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	return db
@@ -59,7 +59,27 @@ func TestStore(t *testing.T) {
 			var got string
 			require.NoError(t, tx.QueryRow("SELECT k FROM "+table+" WHERE k = ? FOR UPDATE", k).Scan(&got))
 			return func() { tx.Rollback() }
-		}})
+		},
+		Exec: func(t testing.TB, dsn, q string) {
+			_, err := open(t, dsn, 5*time.Second).Exec(q)
+			require.NoError(t, err)
+		},
+		Sessions: func(t testing.TB, dsn string) (n int64) {
+			require.NoError(t, open(t, dsn, 5*time.Second).QueryRow(
+				"SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND USER = 'ratelab'").Scan(&n))
+			return n
+		},
+		Pause: pause,
+	})
+}
+
+// pause stops the private server for t, and resumes it when t ends if
+// the test has not.
+func pause(t testing.TB) func() {
+	resume, err := server.Pause()
+	require.NoError(t, err)
+	t.Cleanup(func() { resume() })
+	return func() { require.NoError(t, resume()) }
 }
 
 // The key reaches the database hashed, and the row is the original's:
@@ -68,6 +88,7 @@ func TestKeysAreHashed(t *testing.T) {
 	skipWithoutServer(t)
 	s := connect(t, server.DSN, 5*time.Second)(storetest.Options{Prefix: "hashed_"})
 	require.NoError(t, s.CheckServer(context.Background()))
+	t.Cleanup(func() { open(t, server.DSN, time.Second).Exec("DROP TABLE hashed_fixed, hashed_state") })
 	storetest.Take(t, s, storetest.Original, storetest.Key, storetest.T0)
 	var k string
 	var count, reset int64
@@ -78,9 +99,9 @@ func TestKeysAreHashed(t *testing.T) {
 }
 
 func TestBadOptions(t *testing.T) {
-	_, err := mysqlstore.OpenDB("not a dsn", 0)
+	_, err := mysqlstore.OpenDB("not a dsn", 0, 0)
 	assert.Error(t, err)
-	db, err := mysqlstore.OpenDB("ratelab:x@tcp(127.0.0.1:1)/ratelab", 0)
+	db, err := mysqlstore.OpenDB("ratelab:x@tcp(127.0.0.1:1)/ratelab", 0, 0)
 	require.NoError(t, err)
 	defer db.Close()
 	_, err = mysqlstore.New(db, mysqlstore.Options{Prefix: "x; DROP TABLE y"})

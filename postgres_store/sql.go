@@ -14,7 +14,8 @@ import (
 // queries are the store's statements, with the tables' prefix filled in.
 type queries struct {
 	create                 []string
-	fixed, lock, update    string
+	fixed, replace         string
+	lock, update           string
 	resetFixed, resetState string
 	sweepFixed, sweepState string
 }
@@ -23,16 +24,32 @@ type queries struct {
 
 // fixedSQL is the fixed window's hit. Its arguments: the key, a new
 // window's reset_at, now, the latest reset_at still this rule's, the cap
-// (limit + 1). Both SET expressions read the old row.
-const fixedSQL = `INSERT INTO {fixed} AS s (k, count, reset_at) VALUES ($1, 1, $2)
+// (limit + 1), the deadline (Unix µs), the largest count and the latest
+// reset_at any rule writes. Both SET expressions read the old row. The
+// row is changed only while the server's clock is before the deadline —
+// checked when the row is locked, so a statement that waited in a queue
+// or behind a stopped server counts nothing — and only if it holds
+// values a rule could have written; otherwise no row comes back.
+const fixedSQL = `INSERT INTO {fixed} AS s (k, count, reset_at)
+SELECT $1::text, 1, $2::bigint WHERE clock_timestamp() < to_timestamp($6::float8 / 1e6)
 ON CONFLICT (k) DO UPDATE SET
   count = CASE WHEN s.reset_at <= $3 THEN 1
                WHEN s.reset_at > $4 THEN s.count
                ELSE LEAST(s.count + 1, $5) END,
   reset_at = CASE WHEN s.reset_at <= $3 THEN $2 ELSE s.reset_at END
+WHERE clock_timestamp() < to_timestamp($6::float8 / 1e6)
+  AND s.count BETWEEN 0 AND $7 AND s.reset_at <= $8
 RETURNING count, reset_at`
 
 // !-fixed
+
+// replaceSQL starts a fresh window in place of a row no rule could have
+// written. Its arguments: the key, the fresh reset_at, the largest count
+// and the latest reset_at any rule writes, the deadline (Unix µs).
+const replaceSQL = `UPDATE {fixed} SET count = 1, reset_at = $2
+WHERE k = $1 AND NOT (count BETWEEN 0 AND $3 AND reset_at <= $4)
+  AND clock_timestamp() < to_timestamp($5::float8 / 1e6)
+RETURNING count, reset_at`
 
 func newQueries(prefix string) queries {
 	r := strings.NewReplacer("{fixed}", prefix+"fixed", "{state}", prefix+"state")
@@ -43,11 +60,15 @@ func newQueries(prefix string) queries {
 			r.Replace(`CREATE TABLE IF NOT EXISTS {state} (k text PRIMARY KEY, state bytea NOT NULL, expires_at bigint NOT NULL)`),
 			r.Replace(`CREATE INDEX IF NOT EXISTS {state}_expires_at ON {state} (expires_at)`),
 		},
-		fixed: r.Replace(fixedSQL),
-		// Creates the row, or locks it and returns its state: the no-op
-		// SET makes ON CONFLICT take the row lock that DO NOTHING would not.
+		fixed:   r.Replace(fixedSQL),
+		replace: r.Replace(replaceSQL),
+		// Creates the row, or locks it, and returns its state and whether
+		// the server's clock is still before the deadline (Unix µs) once
+		// the row is locked: the no-op SET makes ON CONFLICT take the row
+		// lock that DO NOTHING would not.
 		lock: r.Replace(`INSERT INTO {state} AS s (k, state, expires_at) VALUES ($1, '', 0)
-ON CONFLICT (k) DO UPDATE SET k = s.k RETURNING state`),
+ON CONFLICT (k) DO UPDATE SET k = s.k
+RETURNING state, clock_timestamp() < to_timestamp($2::float8 / 1e6)`),
 		update:     r.Replace(`UPDATE {state} SET state = $1, expires_at = $2 WHERE k = $3`),
 		resetFixed: r.Replace(`DELETE FROM {fixed} WHERE k = $1`),
 		resetState: r.Replace(`DELETE FROM {state} WHERE k = $1`),

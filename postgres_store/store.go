@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
+	"github.com/ratelab/ratelab/internal/redact"
 	"github.com/ratelab/ratelab/internal/sqlstore"
 )
 
@@ -54,7 +56,7 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 		return nil, errors.New("postgresstore: New needs a pool")
 	}
 	s := &Store{pool: pool, base: sqlstore.Base{Pkg: "postgresstore", Policy: opts.FailPolicy, Timeout: opts.Timeout,
-		Log: opts.Logger, Now: opts.Clock, Prefix: opts.Prefix}}
+		Log: opts.Logger, Now: opts.Clock, Prefix: opts.Prefix, Overloaded: overloaded}}
 	if err := s.base.Check(); err != nil {
 		return nil, err
 	}
@@ -63,17 +65,28 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 }
 
 // OpenPool makes a pool for a Store from a postgres:// URL or a key=value
-// connection string: connections time out after timeout (0:
-// DefaultTimeout), and the server gives up on a statement — a row lock's
-// wait included (lock_timeout, statement_timeout) — at four fifths of it,
-// before the client does, so that a hit reported as failed was not
-// counted either. Its sessions commit
-// without waiting for the WAL flush (synchronous_commit=off) unless the
-// URL sets synchronous_commit: see the package doc. It does not connect.
-func OpenPool(url string, timeout time.Duration) (*pgxpool.Pool, error) {
+// connection string, and does not connect. Its connections time out after
+// timeout (0: DefaultTimeout), and the server gives up on a statement — a
+// row lock's wait included (lock_timeout, statement_timeout) — at four
+// fifths of it, before the client does. At most maxConns connections are
+// open at once (0: DefaultMaxConns); a hit waits its turn for one. Size
+// it so that every process sharing the server stays below the server's
+// max_connections (see ConnBudget).
+//
+// A server on a loopback address or a Unix socket is reached without
+// trying TLS first, unless the URL or PGSSLMODE sets sslmode: pgx's
+// default, sslmode=prefer, asks for TLS, and when the server says no,
+// connects again in plain text — twice the cost, on a path that every
+// CGI process takes once per request. Its sessions commit without waiting
+// for the WAL flush (synchronous_commit=off) unless the URL sets
+// synchronous_commit: see the package doc.
+func OpenPool(url string, timeout time.Duration, maxConns int) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("postgresstore: %w", err)
+		return nil, fmt.Errorf("postgresstore: %w", redact.Err(err, url))
+	}
+	if maxConns < 0 || maxConns > math.MaxInt32 {
+		return nil, fmt.Errorf("postgresstore: maxConns %d must be from 0 to %d", maxConns, math.MaxInt32)
 	}
 	timeout = cmp.Or(max(timeout, 0), DefaultTimeout)
 	cfg.ConnConfig.ConnectTimeout = timeout
@@ -83,14 +96,22 @@ func OpenPool(url string, timeout time.Duration) (*pgxpool.Pool, error) {
 	if _, set := cfg.ConnConfig.RuntimeParams["synchronous_commit"]; !set {
 		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	}
-	cfg.MaxConns = max(cfg.MaxConns, 16)
+	if !sslModeSet(url) && local(cfg.ConnConfig) {
+		cfg.ConnConfig.Fallbacks = plain(cfg.ConnConfig.Fallbacks, &cfg.ConnConfig.Config)
+		cfg.ConnConfig.TLSConfig = nil
+	}
+	cfg.MaxConns = int32(cmp.Or(maxConns, DefaultMaxConns))
 	cfg.MaxConnIdleTime = time.Minute
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
-		return nil, fmt.Errorf("postgresstore: %w", err)
+		return nil, fmt.Errorf("postgresstore: %w", redact.Err(err, url))
 	}
 	return pool, nil
 }
+
+// DefaultMaxConns is how many connections a pool of OpenPool opens at
+// most by default.
+const DefaultMaxConns = sqlstore.DefaultMaxConns
 
 // Key returns the primary key of the state of key under r: the algorithm
 // and the digest of the rule's state key, as in
@@ -114,22 +135,34 @@ func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time
 	return s.base.TakeAt(ctx, r, key, now, s.takeFixed, s.takeLocked)
 }
 
-// takeFixed is the fixed window's one statement.
-func (s *Store) takeFixed(ctx context.Context, k string, r ratelab.Rule, now time.Time) (ratelab.Decision, error) {
-	t, w, skew := now.Unix(), int64(r.Window/time.Second), int64(ratelab.MaxSkew/time.Second)
+// takeFixed is the fixed window's one statement. When it returns no row,
+// the row is corrupt or the deadline passed: the replacement, which
+// changes only a corrupt row, tells which — or, if another hit replaced
+// the row first, the statement runs once more.
+func (s *Store) takeFixed(ctx context.Context, h sqlstore.Hit) (ratelab.Decision, error) {
+	b := h.Fixed()
 	var count, resetAt int64
-	if err := s.pool.QueryRow(ctx, s.q.fixed, k, t+w, t, t+w+skew, r.Limit+1).Scan(&count, &resetAt); err != nil {
-		return ratelab.Decision{}, err
+	for range 2 {
+		err := s.pool.QueryRow(ctx, s.q.fixed, h.Key, b.Fresh, b.T, b.Live, b.Cap, h.Deadline, b.MaxCount, b.MaxReset).Scan(&count, &resetAt)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = s.pool.QueryRow(ctx, s.q.replace, h.Key, b.Fresh, b.MaxCount, b.MaxReset, h.Deadline).Scan(&count, &resetAt)
+			if err == nil {
+				s.base.Log.Warn("postgresstore: replaced a corrupt state", "key", h.Key)
+			}
+		}
+		switch {
+		case err == nil:
+			return h.FixedDecision(count, resetAt)
+		case !errors.Is(err, pgx.ErrNoRows):
+			return ratelab.Decision{}, err
+		}
 	}
-	if resetAt > t+w+skew {
-		return ratelab.Decision{}, algorithm.FixedConflict(r, resetAt-t)
-	}
-	return algorithm.FixedDecision(r, count, resetAt, now), nil
+	return ratelab.Decision{}, sqlstore.ErrLate
 }
 
 // takeLocked runs package algorithm's step on the row under its lock, in
 // two round trips: BEGIN and the locking upsert; the UPDATE and COMMIT.
-func (s *Store) takeLocked(ctx context.Context, k string, r ratelab.Rule, now time.Time) (ratelab.Decision, error) {
+func (s *Store) takeLocked(ctx context.Context, h sqlstore.Hit) (ratelab.Decision, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return ratelab.Decision{}, err
@@ -138,23 +171,27 @@ func (s *Store) takeLocked(ctx context.Context, k string, r ratelab.Rule, now ti
 	// closed by the pool, never reused: its lock goes with it.
 	defer conn.Release()
 	var old []byte
+	var inTime bool
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue(s.q.lock, k).QueryRow(func(row pgx.Row) error { return row.Scan(&old) })
+	b.Queue(s.q.lock, h.Key, h.Deadline).QueryRow(func(row pgx.Row) error { return row.Scan(&old, &inTime) })
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return ratelab.Decision{}, err
 	}
-	res, err := algorithm.Take(nil, old, r, now)
+	res, err := algorithm.Take(nil, old, h.Rule, h.Now)
+	if err == nil && !inTime {
+		err = sqlstore.ErrLate
+	}
 	if err != nil {
 		conn.Exec(ctx, "ROLLBACK")
 		return ratelab.Decision{}, err
 	}
 	if res.Replaced != nil && len(old) > 0 {
-		s.base.Log.Warn("postgresstore: replaced a corrupt state", "key", k, "cause", res.Replaced)
+		s.base.Log.Warn("postgresstore: replaced a corrupt state", "key", h.Key, "cause", res.Replaced)
 	}
 	b = &pgx.Batch{}
 	if res.State != nil {
-		b.Queue(s.q.update, res.State, sqlstore.Expiry(res.Decision, now), k)
+		b.Queue(s.q.update, res.State, sqlstore.Expiry(res.Decision, h.Now), h.Key)
 	}
 	b.Queue("COMMIT")
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {

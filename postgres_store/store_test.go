@@ -33,7 +33,7 @@ func connect(t testing.TB, url string, timeout time.Duration) func(storetest.Opt
 
 func open(t testing.TB, url string, timeout time.Duration) *pgxpool.Pool {
 	t.Helper()
-	pool, err := postgresstore.OpenPool(url, timeout)
+	pool, err := postgresstore.OpenPool(url, timeout, 0)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	return pool
@@ -60,7 +60,27 @@ func TestStore(t *testing.T) {
 			var got string
 			require.NoError(t, tx.QueryRow(ctx, "SELECT k FROM "+table+" WHERE k = $1 FOR UPDATE", k).Scan(&got))
 			return func() { tx.Rollback(ctx) }
-		}})
+		},
+		Exec: func(t testing.TB, dsn, q string) {
+			_, err := open(t, dsn, 5*time.Second).Exec(context.Background(), q)
+			require.NoError(t, err)
+		},
+		Sessions: func(t testing.TB, dsn string) (n int64) {
+			require.NoError(t, open(t, dsn, 5*time.Second).QueryRow(context.Background(),
+				"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()").Scan(&n))
+			return n
+		},
+		Pause: pause,
+	})
+}
+
+// pause stops the private server for t, and resumes it when t ends if
+// the test has not.
+func pause(t testing.TB) func() {
+	resume, err := server.Pause()
+	require.NoError(t, err)
+	t.Cleanup(func() { resume() })
+	return func() { require.NoError(t, resume()) }
 }
 
 // The key reaches the database hashed, and the row is the original's:
@@ -69,6 +89,7 @@ func TestKeysAreHashed(t *testing.T) {
 	skipWithoutServer(t)
 	s := connect(t, server.DSN, 5*time.Second)(storetest.Options{Prefix: "hashed_"})
 	require.NoError(t, s.CheckServer(context.Background()))
+	t.Cleanup(func() { open(t, server.DSN, time.Second).Exec(context.Background(), "DROP TABLE hashed_fixed, hashed_state") })
 	storetest.Take(t, s, storetest.Original, storetest.Key, storetest.T0)
 	var k string
 	var count, reset int64
@@ -79,9 +100,9 @@ func TestKeysAreHashed(t *testing.T) {
 }
 
 func TestBadOptions(t *testing.T) {
-	_, err := postgresstore.OpenPool("postgres://a b", 0)
+	_, err := postgresstore.OpenPool("postgres://a b", 0, 0)
 	assert.Error(t, err)
-	pool, err := postgresstore.OpenPool("postgres://ratelab:x@127.0.0.1:1/ratelab", 0)
+	pool, err := postgresstore.OpenPool("postgres://ratelab:x@127.0.0.1:1/ratelab", 0, 0)
 	require.NoError(t, err)
 	defer pool.Close()
 	_, err = postgresstore.New(pool, postgresstore.Options{Prefix: "x; DROP TABLE y"})

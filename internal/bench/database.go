@@ -61,7 +61,7 @@ func openSQLStore(kind, dsn string) (*sqlStore, error) {
 	const timeout = 5 * time.Second // the hit, and the connection: see the stores' Options.Timeout
 	switch kind {
 	case "mysql":
-		db, err := mysqlstore.OpenDB(dsn, timeout)
+		db, err := mysqlstore.OpenDB(dsn, timeout, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -72,7 +72,7 @@ func openSQLStore(kind, dsn string) (*sqlStore, error) {
 		exec := func(ctx context.Context, q string) error { _, err := db.ExecContext(ctx, q); return err }
 		return &sqlStore{s, s.CheckServer, exec, func() { db.Close() }}, nil
 	case "postgres":
-		pool, err := postgresstore.OpenPool(dsn, timeout)
+		pool, err := postgresstore.OpenPool(dsn, timeout, 0)
 		if err != nil {
 			return nil, err
 		}

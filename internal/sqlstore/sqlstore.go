@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"regexp"
 	"time"
 
@@ -18,8 +19,11 @@ import (
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 )
 
-// DefaultTimeout bounds one hit, lock wait included, by default.
-const DefaultTimeout = 500 * time.Millisecond
+// DefaultTimeout bounds one hit, waits for a connection and for a row
+// lock included, by default. It is long enough that load is not taken for
+// an outage: under CGI every hit connects anew, and 200 requests at once on
+// two cores make that take a few hundred milliseconds.
+const DefaultTimeout = 2 * time.Second
 
 // ServerTimeout is how long the server may spend on a statement of a hit
 // whose client waits at most timeout: four fifths of it. The server must
@@ -27,6 +31,10 @@ const DefaultTimeout = 500 * time.Millisecond
 // and a statement that was waiting for a row lock then runs when the lock
 // is released and commits a hit its client was told was not counted.
 func ServerTimeout(timeout time.Duration) time.Duration { return timeout * 4 / 5 }
+
+// DefaultMaxConns is how many connections one process's store opens at
+// most by default.
+const DefaultMaxConns = 10
 
 // SweepBatch is how many rows one DELETE of a sweep removes at most.
 const SweepBatch = 1000
@@ -39,8 +47,11 @@ type Base struct {
 	Log     *slog.Logger
 	Now     func() time.Time
 	Prefix  string
-	rules   algorithm.Rules
-	fail    *ratelab.Failer
+	// Overloaded reports whether an error is the server refusing a
+	// connection because it has no free one: load, not an outage.
+	Overloaded func(error) bool
+	rules      algorithm.Rules
+	fail       *ratelab.Failer
 }
 
 var prefixRE = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
@@ -73,33 +84,109 @@ func Key(r ratelab.Rule, key string) string {
 	return string(r.Normalized().Algorithm) + ":" + ratelab.KeyDigest(r.StateKey(key))
 }
 
-// Step takes one hit of r at now on the row k.
-type Step func(ctx context.Context, k string, r ratelab.Rule, now time.Time) (ratelab.Decision, error)
+// Hit is one hit as a step takes it.
+type Hit struct {
+	Key  string       // the row's primary key (see Key)
+	Rule ratelab.Rule // normalized
+	Now  time.Time
+	// Deadline is the instant, in Unix microseconds, after which the
+	// server must not count the hit: a statement compares it with the
+	// server's clock once it holds the row, and changes nothing if it is
+	// past. It comes ServerTimeout into the hit, before the client gives
+	// up, so that a statement that waited in a queue or behind a stopped
+	// server does not count a hit its client reported as failed.
+	Deadline int64
+}
+
+// FixedBounds are what a fixed-window statement compares a row with, in
+// Unix seconds.
+type FixedBounds struct {
+	T        int64 // the hit's instant
+	Fresh    int64 // a new window's reset_at: T + window
+	Live     int64 // the latest reset_at of this rule's window: Fresh + MaxSkew
+	Cap      int64 // where a count stops: limit + 1
+	MaxCount int64 // the largest count any rule writes: MaxLimit + 1
+	MaxReset int64 // the latest reset_at any rule writes: T + MaxWindow + MaxSkew
+}
+
+// Fixed returns the bounds of a fixed-window hit. A row whose count or
+// reset_at lies outside [0, MaxCount] and (−∞, MaxReset] was not written
+// by any rule: it is corrupt, and replaced by a fresh window.
+func (h Hit) Fixed() FixedBounds {
+	t, skew := h.Now.Unix(), int64(ratelab.MaxSkew/time.Second)
+	fresh := t + int64(h.Rule.Window/time.Second)
+	return FixedBounds{T: t, Fresh: fresh, Live: fresh + skew, Cap: h.Rule.Limit + 1,
+		MaxCount: ratelab.MaxLimit + 1, MaxReset: t + int64(ratelab.MaxWindow/time.Second) + skew}
+}
+
+// FixedDecision decides the hit from the count and reset_at the statement
+// left: a window that ends beyond Live is another rule's (the statement
+// left it as it was).
+func (h Hit) FixedDecision(count, resetAt int64) (ratelab.Decision, error) {
+	if b := h.Fixed(); resetAt > b.Live {
+		return ratelab.Decision{}, algorithm.FixedConflict(h.Rule, resetAt-b.T)
+	}
+	return algorithm.FixedDecision(h.Rule, count, resetAt, h.Now), nil
+}
+
+// Step takes one hit.
+type Step func(ctx context.Context, h Hit) (ratelab.Decision, error)
+
+// ErrLate is the cause of a hit the server reached after its deadline:
+// the statement ran, and changed nothing.
+var ErrLate = errors.New("the server reached the hit after its deadline and did not count it")
 
 // TakeAt checks the hit, runs fixed (the fixed window) or locked (every
 // other algorithm) within the timeout, and applies the fail policy to what
-// the database could not answer. A conflict with another rule of the same
-// name is an error under either policy.
+// the database could not answer. A server that refuses a connection for
+// want of free ones is busy, not gone (b.Overloaded says which errors say
+// so): the hit waits its turn and tries again, within the timeout. A
+// conflict with another rule of the same name is an error under every
+// policy.
 func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time, fixed, locked Step) (ratelab.Decision, error) {
 	if err := b.rules.Admit(r, now); err != nil {
 		return ratelab.Decision{}, err
 	}
 	r = r.Normalized()
-	k := Key(r, key)
+	h := Hit{Key: Key(r, key), Rule: r, Now: now}
 	tctx, cancel := context.WithTimeout(ctx, b.Timeout)
 	defer cancel()
+	end, _ := tctx.Deadline()
+	h.Deadline = end.Add(-(b.Timeout - ServerTimeout(b.Timeout))).UnixMicro()
 	step := locked
 	if r.Algorithm == ratelab.FixedWindow {
 		step = fixed
 	}
-	d, err := step(tctx, k, r, now)
+	d, err := step(tctx, h)
+	for try := 0; err != nil && b.Overloaded != nil && b.Overloaded(err); try++ {
+		if !pause(tctx, try) {
+			break
+		}
+		d, err = step(tctx, h)
+	}
 	switch {
 	case err == nil:
 		return d, nil
 	case errors.Is(err, ratelab.ErrRuleConflict):
-		return ratelab.Decision{}, fmt.Errorf("%s: %s: %w", b.Pkg, k, err)
+		return ratelab.Decision{}, fmt.Errorf("%s: %s: %w", b.Pkg, h.Key, err)
 	}
-	return b.fail.Fail(ctx, slog.String("key", k), r, key, now, err)
+	return b.fail.Fail(ctx, slog.String("key", h.Key), r, key, now, err)
+}
+
+// pause waits before try number try+1 of a hit the server was too busy
+// for: 1 ms doubling to 32 ms, each wait drawn at random up to twice that
+// so that the processes turned away together do not all come back
+// together. It reports false if ctx ends first.
+func pause(ctx context.Context, try int) bool {
+	d := time.Millisecond << min(try, 5)
+	t := time.NewTimer(d/2 + rand.N(d))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // Expiry is when a state can be swept: once the key is back to its full

@@ -3,11 +3,76 @@
 package sqltest
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
 // runAs makes cmd run as a's user and group.
 func runAs(cmd *exec.Cmd, a *account) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: a.uid, Gid: a.gid}}
+}
+
+// Pause stops every process of the server with SIGSTOP, as a server that
+// hangs — or a machine that freezes — stops: connections stay open, and
+// what clients send waits in the kernel's buffers. It returns what
+// resumes them (SIGCONT). PostgreSQL's backends leave the server's
+// process group (each calls setsid), so they are found as its children,
+// in /proc: Pause works where /proc does.
+func (s *Server) Pause() (resume func() error, err error) {
+	pids, err := family(s.cmd.Process.Pid)
+	if err != nil {
+		return nil, fmt.Errorf("sqltest: pause: %w", err)
+	}
+	signal := func(sig syscall.Signal) error {
+		var errs []error
+		for _, pid := range pids {
+			if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	}
+	// The server first, so that it starts no process after the list.
+	if err := signal(syscall.SIGSTOP); err != nil {
+		return nil, fmt.Errorf("sqltest: pause: %w", err)
+	}
+	return func() error { return signal(syscall.SIGCONT) }, nil
+}
+
+// family returns pid and its children's pids, read from /proc.
+func family(pid int) ([]int, error) {
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil || len(stats) == 0 {
+		return nil, fmt.Errorf("no /proc to find the server's processes in")
+	}
+	pids := []int{pid}
+	for _, st := range stats {
+		b, err := os.ReadFile(st)
+		if err != nil {
+			continue // gone since the glob
+		}
+		// pid (comm) state ppid …; comm may hold spaces and parentheses.
+		fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			child, _ := strconv.Atoi(filepath.Base(filepath.Dir(st)))
+			pids = append(pids, child)
+		}
+	}
+	return pids, nil
+}
+
+// wake resumes a server a failed test may have left paused.
+func (s *Server) wake() {
+	if pids, err := family(s.cmd.Process.Pid); err == nil {
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
 }

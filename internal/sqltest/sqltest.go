@@ -41,6 +41,7 @@ const Password = "ratelab-test"
 // and removes its directory.
 func (s *Server) Stop() {
 	if s.cmd != nil && s.cmd.Process != nil {
+		s.wake()
 		s.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-s.exit:

@@ -125,6 +125,12 @@ type Database struct {
 	// Hold locks row k of table in a transaction of another connection
 	// (SELECT … FOR UPDATE) and returns what rolls it back.
 	Hold func(t testing.TB, dsn, table, k string) (release func())
+	// Exec runs one statement, without arguments, on its own connection.
+	Exec func(t testing.TB, dsn, q string)
+	// Sessions counts the server's client sessions other than its own.
+	Sessions func(t testing.TB, dsn string) int64
+	// Pause stops the server with SIGSTOP and returns what resumes it.
+	Pause func(t testing.TB) (resume func())
 }
 
 var prefixes atomic.Int64
@@ -173,6 +179,8 @@ func RunDatabase(t *testing.T, d Database) {
 			assert.Equal(t, c.rule.Limit-2, after.Remaining, "%s: the held hit was not counted", c.table)
 		}
 	})
+	t.Run("a hit the client gave up on is not counted later", func(t *testing.T) { late(t, d) })
+	t.Run("rows no rule wrote are replaced, logged and decided", func(t *testing.T) { hostile(t, d) })
 	t.Run("an outage follows the policy", func(t *testing.T) {
 		open := d.Connect(t, d.Unreachable, 200*time.Millisecond)
 		Outage(t, d.Pkg, func(p ratelab.FailPolicy, log *slog.Logger) ratelab.Store {

@@ -1,0 +1,79 @@
+// Package redact keeps passwords out of errors and log lines. A connection
+// string — a redis:// or postgres:// URL, a go-sql-driver/mysql DSN, a
+// key=value PostgreSQL string — carries its password inline, and the
+// parsers that reject one quote it back whole. Every store passes such
+// errors through Err, and every message that names a server shows String
+// of its address.
+package redact
+
+import (
+	"errors"
+	"net/url"
+	"regexp"
+	"strings"
+)
+
+// Mask is what a password is replaced with.
+const Mask = "xxxxx"
+
+// String returns conn with its password, if any, replaced by Mask.
+func String(conn string) string {
+	return replace(conn, Password(conn))
+}
+
+// Err returns err with every form of conn's password in its message
+// replaced by Mask; err itself if conn holds no password or err does not
+// quote it. The error returned does not wrap err, which still holds the
+// password.
+func Err(err error, conn string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if out := replace(msg, Password(conn)); out != msg {
+		return errors.New(out)
+	}
+	return err
+}
+
+var keyValue = regexp.MustCompile(`(?:^|\s)password\s*=\s*('(?:[^'\\]|\\.)*'|\S*)`)
+
+// Password returns the password conn carries: the one of a URL's or a
+// DSN's user:password@, or a key=value string's password=. It reads conn
+// leniently, as a string a parser may have refused: a password with a
+// space or a slash in it is found all the same.
+func Password(conn string) string {
+	if m := keyValue.FindStringSubmatch(conn); m != nil && !strings.Contains(conn, "://") {
+		return strings.Trim(m[1], "'")
+	}
+	rest := conn
+	if _, after, ok := strings.Cut(conn, "://"); ok {
+		rest = after
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return ""
+	}
+	_, pw, ok := strings.Cut(rest[:at], ":")
+	if !ok {
+		return ""
+	}
+	return pw
+}
+
+// replace masks pw in s as written, URL-escaped and URL-unescaped.
+func replace(s, pw string) string {
+	if pw == "" {
+		return s
+	}
+	forms := []string{pw, url.QueryEscape(pw), url.PathEscape(pw)}
+	if u, err := url.PathUnescape(pw); err == nil {
+		forms = append(forms, u)
+	}
+	for _, f := range forms {
+		if f != "" {
+			s = strings.ReplaceAll(s, f, Mask)
+		}
+	}
+	return s
+}

@@ -1,0 +1,85 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/internal/poll"
+)
+
+// late checks the finding of a phantom count: a hit whose statement
+// reached a stopped server, and whose client gave up and reported it
+// failed, was counted when the server resumed. The statement must see
+// that its deadline has passed and change nothing.
+func late(t *testing.T, d Database) {
+	open := d.Connect(t, d.DSN, 300*time.Millisecond)
+	o := Options{Prefix: fmt.Sprintf("t%d_", prefixes.Add(1)), Timeout: 300 * time.Millisecond, Policy: ratelab.FailClosed}
+	s := open(o)
+	require.NoError(t, s.CheckServer(context.Background()))
+	Take(t, s, Original, Key, T0) // count 1, and a connection idle in the pool
+	resume := d.Pause(t)
+	_, err := s.TakeAt(context.Background(), Original, Key, T0) // sent, and waiting in the kernel
+	resume()
+	require.ErrorIs(t, err, ratelab.ErrUnavailable, "the hit was reported failed")
+	// The client dropped its connection; the server reads the statement
+	// still in its buffer, runs it, and only then sees the connection is
+	// gone. Once no session but the checker's is left, it is done.
+	require.NoError(t, poll.Until(10*time.Second, 20*time.Millisecond, func() error {
+		if n := d.Sessions(t, d.DSN); n > 0 {
+			return fmt.Errorf("%d sessions left", n)
+		}
+		return nil
+	}))
+	after := Take(t, s, Original, Key, T0)
+	assert.Equal(t, int64(28), after.Remaining, "count 2: the hit reported failed was not counted")
+}
+
+// hostile checks rows that no rule could have written — a negative or
+// huge count, a window that ends beyond any rule's, an undecodable state:
+// the next hit replaces them with a fresh state, logs it, and is decided
+// as the first hit of a window, under either policy; the hits after it
+// count as usual.
+func hostile(t *testing.T, d Database) {
+	five := ratelab.Rule{Name: "five", Limit: 5, Window: time.Hour}
+	fiveLog := five
+	fiveLog.Algorithm = ratelab.SlidingLog
+	far := T0.Add(400 * 24 * time.Hour).Unix()
+	for _, c := range []struct {
+		name  string
+		rule  ratelab.Rule
+		table string
+		set   string
+	}{
+		{"negative count", five, "fixed", "count = -1000"},
+		{"count past any limit", five, "fixed", fmt.Sprintf("count = %d", int64(1)<<40)},
+		{"window beyond any rule's", five, "fixed", fmt.Sprintf("reset_at = %d", far)},
+		{"the largest bigint", five, "fixed", "count = 9223372036854775807, reset_at = 9223372036854775807"},
+		{"undecodable state", fiveLog, "state", "state = 'garbage'"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			open := d.Connect(t, d.DSN, 5*time.Second)
+			o := Options{Prefix: fmt.Sprintf("t%d_", prefixes.Add(1)), Timeout: 5 * time.Second,
+				Policy: ratelab.FailClosed, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+			s := open(o)
+			require.NoError(t, s.CheckServer(context.Background()))
+			Take(t, s, c.rule, Key, T0)
+			d.Exec(t, d.DSN, fmt.Sprintf("UPDATE %s%s SET %s WHERE k = '%s'", o.Prefix, c.table, c.set, s.Key(c.rule, Key)))
+			var got []bool
+			for range 6 {
+				got = append(got, Take(t, s, c.rule, Key, T0.Add(time.Second)).Allowed)
+			}
+			assert.Equal(t, []bool{true, true, true, true, true, false}, got, "allowed, from the hit after the row was spoiled")
+			assert.Equal(t, 1, strings.Count(logs.String(), "replaced a corrupt state"), "one warning: %s", logs.String())
+		})
+	}
+}
