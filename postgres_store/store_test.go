@@ -89,7 +89,9 @@ func TestKeysAreHashed(t *testing.T) {
 	skipWithoutServer(t)
 	s := connect(t, server.DSN, 5*time.Second)(storetest.Options{Prefix: "hashed_"})
 	require.NoError(t, s.CheckServer(context.Background()))
-	t.Cleanup(func() { open(t, server.DSN, time.Second).Exec(context.Background(), "DROP TABLE hashed_fixed, hashed_state") })
+	t.Cleanup(func() {
+		open(t, server.DSN, time.Second).Exec(context.Background(), "DROP TABLE hashed_fixed, hashed_state")
+	})
 	storetest.Take(t, s, storetest.Original, storetest.Key, storetest.T0)
 	var k string
 	var count, reset int64
