@@ -37,12 +37,13 @@ func ExampleMiddleware() {
 
 // !+client
 
-// Behind your own proxies, name their networks: the client is the first
-// forwarded address from the right that is not one of them, and a spoofed
-// entry on the left never picks a bucket. IPv6 clients are keyed by their
+// Behind your own proxies, name their networks and the one header they
+// append to: the client is the first forwarded address from the right
+// that is not one of them, and a spoofed entry on the left never picks a
+// bucket. IPv6 clients are keyed by their
 // /56, so a customer's whole allocation is one client.
 func ExampleClient() {
-	client := httplimit.Client{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}
+	client := httplimit.Client{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, Header: "X-Forwarded-For"}
 	key := client.Key("ip:")
 
 	req := httptest.NewRequest("POST", "/demo", nil)
