@@ -29,5 +29,14 @@
 //
 // Decoding is strict: anything but one object with the expected integer
 // fields in range is an error saying what is wrong, and [Take] replaces
-// such a state with a fresh one (reporting it in Result.Replaced).
+// such a state with a fresh one (reporting it in Result.Replaced). Only
+// JSON whitespace may follow the object: a store that writes a shorter
+// state over a longer one in place pads it with spaces to the old length
+// before it truncates, so that a writer killed in between leaves a state
+// that still decodes, on the same fast path as the bare one.
+//
+// A state is never too large for its rule merely because the rule's limit
+// was lowered: a sliding log filled under a higher limit, up to
+// [ratelab.MaxLogLimit], is valid, and Take trims it to the new limit.
+// [MaxStateSize] is therefore per algorithm, not per limit.
 package algorithm

@@ -124,7 +124,8 @@ func DecodeLog(b []byte) (Log, error) {
 	return s, nil
 }
 
-// scanLog reads exactly what Append writes, without reflection.
+// scanLog reads exactly what Append writes, possibly padded (see
+// isSpace), without reflection.
 func scanLog(b []byte) (Log, bool) {
 	rest, ok := bytes.CutPrefix(b, []byte(`{"window":`))
 	if !ok {
@@ -152,7 +153,7 @@ func scanLog(b []byte) (Log, bool) {
 		}
 		s.TS, rest = append(s.TS, t), rest[n:]
 	}
-	if string(rest) != "]}" {
+	if rest, ok = bytes.CutPrefix(rest, []byte("]}")); !ok || !isSpace(rest) {
 		return Log{}, false
 	}
 	return s, true

@@ -16,13 +16,14 @@ const maxUnix = 32503680000
 const maxStateUnix = maxUnix + 2*maxWindowSeconds
 
 // maxDecode bounds what the JSON fallback decoder reads.
-const maxDecode = 64 + 16*1000
+const maxDecode = maxLogSize
 
 // scanFlat reads exactly the canonical encoding made of the given
 // literal prefixes, each followed by a non-negative integer written
-// without sign or leading zeros, and a closing brace — what Append writes
-// — without reflection: every hit reads its state, so this is the hot
-// path. Anything else reports false and is left to decodeObject.
+// without sign or leading zeros, and a closing brace — what Append writes,
+// possibly padded (see isSpace) — without reflection: every hit reads its
+// state, so this is the hot path. Anything else reports false and is left
+// to decodeObject.
 func scanFlat(b []byte, prefixes ...string) (out [4]int64, ok bool) {
 	for i, p := range prefixes {
 		rest, ok := bytes.CutPrefix(b, []byte(p))
@@ -35,7 +36,21 @@ func scanFlat(b []byte, prefixes ...string) (out [4]int64, ok bool) {
 		}
 		out[i], b = n, rest[m:]
 	}
-	return out, len(b) == 1 && b[0] == '}'
+	return out, len(b) > 0 && b[0] == '}' && isSpace(b[1:])
+}
+
+// isSpace reports whether b is only JSON whitespace. A store that writes a
+// shorter state over a longer one in place may pad it with spaces to the
+// old length, so that the file parses at every instant, even if the writer
+// dies before it truncates; every decoder reads the padding as the end of
+// the state, on its fast path too.
+func isSpace(b []byte) bool {
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return false
+		}
+	}
+	return true
 }
 
 // scanInt reads a canonical non-negative integer of at most 18 digits at
@@ -63,7 +78,7 @@ func decodeObject(b []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("algorithm: state is not valid JSON: %w", err)
 	}
-	if dec.More() {
+	if !isSpace(b[dec.InputOffset():]) { // dec.More would let a stray '}' or ']' through
 		return errors.New("algorithm: state has data after its JSON object")
 	}
 	return nil

@@ -97,14 +97,21 @@ func Suffix(a ratelab.Algorithm) string {
 	return ".json"
 }
 
-// MaxStateSize is the largest valid encoding of a state of r: a store
-// reads at most one byte more, and treats more as corrupt.
+// MaxStateSize is the largest valid encoding of a state of any rule of
+// r's algorithm: a store reads at most one byte more, and treats more as
+// corrupt. For a sliding log it is that of a log at ratelab.MaxLogLimit,
+// whatever r.Limit: a log filled before the limit was lowered is valid,
+// and Take trims it to the new limit rather than replacing it.
 func MaxStateSize(r ratelab.Rule) int {
 	if r.Normalized().Algorithm == ratelab.SlidingLog {
-		return 64 + 16*int(min(max(r.Limit, 1), ratelab.MaxLogLimit))
+		return maxLogSize
 	}
 	return 160
 }
+
+// maxLogSize is the largest encoding of a sliding log: ratelab.MaxLogLimit
+// instants of at most 15 bytes each, comma included, and the rest.
+const maxLogSize = 64 + 16*ratelab.MaxLogLimit
 
 // Rules remembers, for one store, the rule it has taken hits of under each
 // name and algorithm, so that two different rules sharing a name inside one

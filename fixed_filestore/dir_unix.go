@@ -3,6 +3,7 @@
 package fixedfilestore
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -144,4 +145,38 @@ func (s *Store) closeDir() error {
 	err := syscall.Close(s.dirfd)
 	s.dirfd = -1
 	return err
+}
+
+// CheckWritable reports an error unless the store can create, write and
+// remove a file in its state directory, as the first hit of every key
+// does. A server calls it at start, so that a state directory it cannot
+// write is refused there, once and plainly, rather than failing every hit
+// by the fail policy.
+//
+// It creates a file of a unique name that no state file has (O_CREAT,
+// O_EXCL and O_NOFOLLOW, mode 0600) through the store's descriptor of
+// the directory, writes a byte to it and removes it — even when the write
+// failed, so it never leaves the file behind. The error names the
+// directory and wraps the cause: fs.ErrPermission for a directory this
+// user may not write, syscall.EROFS on a read-only filesystem.
+func (s *Store) CheckWritable() error {
+	name := ".writable-" + rand.Text()
+	fd, err := s.openAt(name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("fixedfilestore: state directory %s is not writable: %w", s.dir, err)
+	}
+	path := s.dir + string(os.PathSeparator) + name
+	if _, werr := unix.Write(fd, []byte{'\n'}); werr != nil {
+		err = &fs.PathError{Op: "write", Path: path, Err: werr}
+	}
+	if cerr := unix.Close(fd); cerr != nil {
+		err = errors.Join(err, &fs.PathError{Op: "close", Path: path, Err: cerr})
+	}
+	if uerr := s.unlinkAt(name); uerr != nil {
+		err = errors.Join(err, &fs.PathError{Op: "unlink", Path: path, Err: uerr})
+	}
+	if err != nil {
+		return fmt.Errorf("fixedfilestore: state directory %s is not writable: %w", s.dir, err)
+	}
+	return nil
 }

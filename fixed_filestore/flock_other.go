@@ -33,3 +33,6 @@ func (s *Store) SweepAt(time.Time) ([]SweepEntry, error) { return nil, supported
 
 // Reset needs flock(2) semantics.
 func (s *Store) Reset(context.Context, ratelab.Rule, string) error { return supported() }
+
+// CheckWritable needs flock(2) semantics.
+func (s *Store) CheckWritable() error { return supported() }

@@ -3,9 +3,11 @@
 package fixedfilestore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path/filepath"
 	"syscall"
@@ -87,44 +89,97 @@ func checkHeld(fd int, path string) error {
 // readModifyWrite applies one hit to the locked file. withLock unlocks
 // and closes it afterwards, whatever happens.
 func (s *Store) readModifyWrite(fd int, path string, r ratelab.Rule, now time.Time) (ratelab.Decision, error) {
-	var small [1024]byte // a sliding log of limit 60 fits
-	old := small[:min(algorithm.MaxStateSize(r)+1, len(small))]
-	if n := algorithm.MaxStateSize(r) + 1; n > len(old) {
-		old = make([]byte, n)
-	}
-	n, err := pread(fd, old)
+	var small [1024]byte // every state but a sliding log of over 60 instants fits
+	old, err := readState(fd, small[:], algorithm.MaxStateSize(r)+1)
 	if err != nil {
 		return ratelab.Decision{}, &fs.PathError{Op: "read", Path: path, Err: err}
 	}
 	var buf [1024]byte
-	res, err := s.step(buf[:0], old[:n], path, r, now)
+	res, err := s.step(buf[:0], old, path, r, now)
 	if err != nil || res.State == nil {
 		return res.Decision, err // refused and not recorded: nothing to write
 	}
-	// Write in place, then cut off what is left of a longer old state. The
-	// file never passes through zero length (a reader without the lock
-	// would see no state and restart the window), and ext4 does not flush
-	// it on close as it does after a truncate to zero.
-	if _, err := syscall.Pwrite(fd, res.State, 0); err != nil {
-		return ratelab.Decision{}, &fs.PathError{Op: "write", Path: path, Err: err}
-	}
-	if len(res.State) < n {
-		if err := syscall.Ftruncate(fd, int64(len(res.State))); err != nil {
-			return ratelab.Decision{}, &fs.PathError{Op: "truncate", Path: path, Err: err}
-		}
+	if err := writeState(fd, path, res.State, len(old)); err != nil {
+		return ratelab.Decision{}, err
 	}
 	return res.Decision, nil
 }
 
+// writeState writes state over the old state, of oldLen bytes, in place.
+// The file never passes through zero length (a reader without the lock
+// would see no state and restart the window), and ext4 does not flush it
+// on close as it does after a truncate to zero.
+//
+// A shorter state is padded with spaces, JSON whitespace that every
+// decoder reads as the end of the state, to the old length in the same
+// write, and only then is the file truncated to it: a hit killed between
+// the two leaves the new state, padded, never the new state followed by
+// the torn tail of the old one. Most writes are as long as the old state
+// or longer, and write state alone.
+//
+// What the write itself does under SIGKILL is Linux's: its buffered write
+// (generic_perform_write in mm/filemap.c, which ext4 and tmpfs use)
+// checks for a fatal signal before each page-sized chunk it copies, not
+// within one, so a write of at most a page at offset 0 lands whole or not
+// at all. Every write is under a page (4096 bytes) unless a sliding log
+// holds, or held, more than about 290 instants: such a write a kill
+// between its pages can still tear, padded or not. Nothing here is about
+// power loss: the store never fsyncs.
+func writeState(fd int, path string, state []byte, oldLen int) error {
+	n := len(state)
+	if n < oldLen {
+		state = append(state, make([]byte, oldLen-n)...)
+		for i := n; i < oldLen; i++ {
+			state[i] = ' '
+		}
+	}
+	if m, err := syscall.Pwrite(fd, state, 0); err != nil || m < len(state) {
+		return &fs.PathError{Op: "write", Path: path, Err: cmp.Or(err, io.ErrShortWrite)}
+	}
+	if n < oldLen {
+		if testHookWritten != nil {
+			testHookWritten()
+		}
+		if err := syscall.Ftruncate(fd, int64(n)); err != nil {
+			return &fs.PathError{Op: "truncate", Path: path, Err: err}
+		}
+	}
+	return nil
+}
+
+// testHookWritten, if set, runs after a hit wrote a padded state and
+// before it truncates the file. Only a test's child process sets it: its
+// parent kills it there.
+var testHookWritten func()
+
+// readState reads the state in fd, at most limit bytes: into buf, or, if
+// it does not fit there, into a buffer of limit bytes that it allocates.
+// Every state but a long sliding log fits buf, and needs no other buffer
+// and one system call.
+func readState(fd int, buf []byte, limit int) ([]byte, error) {
+	buf = buf[:min(limit, len(buf))]
+	n, err := pread(fd, buf)
+	if err != nil || n < len(buf) || n == limit {
+		return buf[:n], err
+	}
+	all := make([]byte, limit)
+	copy(all, buf)
+	m, err := preadAt(fd, all[n:], int64(n))
+	return all[:n+m], err
+}
+
 // !-rmw
 
-// pread reads from offset 0 until buf is full or the file ends. A short
-// read of a regular file is its end, so the common case is one system
-// call, not a second one that returns 0.
-func pread(fd int, buf []byte) (int, error) {
+// pread reads from offset 0 until buf is full or the file ends.
+func pread(fd int, buf []byte) (int, error) { return preadAt(fd, buf, 0) }
+
+// preadAt reads from offset off until buf is full or the file ends. A
+// short read of a regular file is its end, so the common case is one
+// system call, not a second one that returns 0.
+func preadAt(fd int, buf []byte, off int64) (int, error) {
 	n := 0
 	for n < len(buf) {
-		m, err := syscall.Pread(fd, buf[n:], int64(n))
+		m, err := syscall.Pread(fd, buf[n:], off+int64(n))
 		switch {
 		case errors.Is(err, syscall.EINTR):
 			continue

@@ -375,6 +375,38 @@ func TestCorruptStateOfEveryAlgorithmIsReplaced(t *testing.T) {
 	}
 }
 
+// A sliding log filled under a limit that the operator then lowers is
+// trimmed to the new limit, not replaced as corrupt: the next hits are
+// refused, nothing is logged, and the file is left as it was. The logs of
+// limit 100 and 1000 are longer than the store's stack buffer.
+func TestLoweredLogLimitKeepsTheLog(t *testing.T) {
+	tests := []struct{ before, after int64 }{{40, 5}, {100, 5}, {ratelab.MaxLogLimit, 1}}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%d to %d", tt.before, tt.after), func(t *testing.T) {
+			base := t.TempDir()
+			r := ratelab.Rule{Name: "lowered", Limit: tt.before, Window: time.Hour, Algorithm: ratelab.SlidingLog}
+			s, _ := newStoreAt(t, base, fixedfilestore.Options{})
+			for i := range tt.before {
+				d := storetest.Take(t, s, r, storetest.Key, t0.Add(time.Duration(i)*time.Millisecond))
+				require.True(t, d.Allowed, "hit %d under limit %d", i+1, tt.before)
+			}
+			full, err := os.ReadFile(s.Path(r, storetest.Key))
+			require.NoError(t, err)
+
+			r.Limit = tt.after // the operator lowers it and restarts
+			s, logs := newStoreAt(t, base, fixedfilestore.Options{})
+			for i := range 7 {
+				d := storetest.Take(t, s, r, storetest.Key, t0.Add(time.Second))
+				assert.False(t, d.Allowed, "hit %d under the lowered limit %d", i+1, tt.after)
+			}
+			assert.NotContains(t, logs.String(), "corrupt")
+			got, err := os.ReadFile(s.Path(r, storetest.Key))
+			require.NoError(t, err)
+			assert.Equal(t, string(full), string(got), "a refused hit writes nothing")
+		})
+	}
+}
+
 func TestSweepAndInspectKnowEveryAlgorithm(t *testing.T) {
 	s, _ := newStore(t, fixedfilestore.Options{})
 	for _, r := range storetest.Rules() {

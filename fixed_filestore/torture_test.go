@@ -29,10 +29,13 @@ import (
 	"github.com/ratelab/ratelab/internal/syncbuf"
 )
 
-// The torture suite's children are this test binary, re-executed with one
-// of these roles before any test runs.
+// The package's child processes are this test binary, re-executed with
+// one of these roles before any test runs.
 func TestMain(m *testing.M) {
-	roles := childproc.Roles{}
+	roles := childproc.Roles{
+		"crash/hitter":   crashChild,
+		"writable/check": writableChild,
+	}
 	for _, role := range []string{"torture/hitter", "torture/holder", "torture/sweeper"} {
 		roles[role] = func() error { return tortureChild(role) }
 	}
