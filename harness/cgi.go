@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,8 @@ import (
 	"net/http"
 	"net/http/cgi"
 	"os"
+	"strings"
+	"time"
 )
 
 // ErrNotCGI is the error of a CGI program run outside a CGI server.
@@ -21,29 +24,58 @@ var ErrNotCGI = errors.New("not under a CGI server (GATEWAY_INTERFACE is unset):
 // RemoteAddr, so the key is the client's address, as the original's.
 // Nothing else may be printed on stdout.
 //
-// A configuration error (an unusable state directory, an invalid rule)
-// is answered 500 with a one-line reason in the body, and the same line
-// goes to stderr, which the web server writes to its error log.
+// Every process prepares the store as serve does once at start: a
+// database store's tables are created if they are missing. A
+// configuration error (an unusable state directory, an invalid rule,
+// refused credentials) is answered 500 with a body that names no detail,
+// and a one-line reason goes to stderr, which the web server writes to
+// its error log; passwords are masked there too.
 func ServeCGI(a App, stderr io.Writer) error {
 	if os.Getenv("GATEWAY_INTERFACE") == "" {
 		return ErrNotCGI
 	}
-	h, err := a.Handler(slog.New(slog.NewTextHandler(stderr, nil)))
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	a.Conns = 1 // one hit, then the process ends
+	if err := a.Validate(); err != nil {
+		return CGIError(err, stderr)
+	}
+	store, closeStore, err := a.newStore(logger)
+	if err != nil {
+		return CGIError(err, stderr)
+	}
+	defer closeStore()
+	ctx, cancel := context.WithTimeout(context.Background(), prepareWait)
+	err = Prepare(ctx, store)
+	cancel()
+	switch {
+	case errors.Is(err, ErrConfig):
+		return CGIError(err, stderr)
+	case err != nil:
+		logger.Warn("ratelab cgi: the store's server cannot be reached; the hit follows the fail policy", "err", err)
+	}
+	h, err := a.handlerFor(store, logger)
 	if err != nil {
 		return CGIError(err, stderr)
 	}
 	return cgi.Serve(withPID(h))
 }
 
+// prepareWait bounds a CGI process's preparation of its store.
+const prepareWait = 2 * time.Second
+
 // CGIError answers the one request of a CGI program that cannot serve it
-// with 500 and err as one line, and writes the line to stderr.
+// with 500 and a body that names no detail — an error can quote a path or
+// a server's address, which are not a visitor's business — and writes
+// err as one line to stderr, the web server's error log.
 func CGIError(err error, stderr io.Writer) error {
-	line := "ratelab cgi: " + err.Error()
-	fmt.Fprintln(stderr, line)
+	fmt.Fprintln(stderr, "ratelab cgi: "+strings.ReplaceAll(err.Error(), "\n", " "))
 	if serr := cgi.Serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, line, http.StatusInternalServerError)
+		http.Error(w, CGIErrorBody, http.StatusInternalServerError)
 	})); serr != nil {
 		return errors.Join(err, serr)
 	}
 	return err
 }
+
+// CGIErrorBody is the body of CGIError's answer.
+const CGIErrorBody = "ratelab cgi: configuration error; the reason is in the web server's error log"

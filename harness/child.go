@@ -49,7 +49,14 @@ type App struct {
 	RedisURL string // the Redis store's server, redis://host:port/db
 	// DSN is the mysql store's go-sql-driver/mysql DSN or the postgres
 	// store's postgres:// URL.
-	DSN        string
+	DSN string
+	// Prefix names a database store's tables (Prefix + "fixed", Prefix +
+	// "state"); "" means the stores' "ratelab_".
+	Prefix string
+	// Conns is how many connections a database store of one process may
+	// open; 0 means the store's default. serve shares the server's
+	// connections out among its workers; a CGI process needs one.
+	Conns      int
 	Limit      int
 	Window     time.Duration
 	FailPolicy ratelab.FailPolicy
@@ -111,6 +118,8 @@ func (a App) env() []string {
 		"RATELAB_DIR=" + a.Dir,
 		"RATELAB_REDIS=" + a.RedisURL,
 		"RATELAB_DSN=" + a.DSN,
+		"RATELAB_CONNS=" + strconv.Itoa(a.Conns),
+		"RATELAB_PREFIX=" + a.Prefix,
 		"RATELAB_LIMIT=" + strconv.Itoa(a.Limit),
 		"RATELAB_WINDOW=" + a.Window.String(),
 		"RATELAB_FAIL=" + a.FailPolicy.String(),
@@ -123,7 +132,7 @@ func (a App) env() []string {
 
 func appFromEnv() (App, error) {
 	a := App{Store: os.Getenv("RATELAB_STORE"), Dir: os.Getenv("RATELAB_DIR"), RedisURL: os.Getenv("RATELAB_REDIS"),
-		DSN: os.Getenv("RATELAB_DSN"), FrontToken: os.Getenv("RATELAB_FRONT_TOKEN")}
+		DSN: os.Getenv("RATELAB_DSN"), FrontToken: os.Getenv("RATELAB_FRONT_TOKEN"), Prefix: os.Getenv("RATELAB_PREFIX")}
 	var err error
 	if a.Limit, err = strconv.Atoi(os.Getenv("RATELAB_LIMIT")); err != nil {
 		return a, fmt.Errorf("RATELAB_LIMIT: %w", err)
@@ -137,6 +146,9 @@ func appFromEnv() (App, error) {
 	a.Algorithm = ratelab.Algorithm(os.Getenv("RATELAB_ALGORITHM"))
 	if a.Burst, err = strconv.Atoi(os.Getenv("RATELAB_BURST")); err != nil {
 		return a, fmt.Errorf("RATELAB_BURST: %w", err)
+	}
+	if a.Conns, err = strconv.Atoi(os.Getenv("RATELAB_CONNS")); err != nil {
+		return a, fmt.Errorf("RATELAB_CONNS: %w", err)
 	}
 	if v := os.Getenv("RATELAB_NOW"); v != "" {
 		if a.Now, err = time.Parse(time.RFC3339Nano, v); err != nil {
@@ -153,10 +165,15 @@ func (a App) Handler(logger *slog.Logger) (http.Handler, error) {
 	if err := a.Validate(); err != nil {
 		return nil, err
 	}
-	store, err := a.newStore(logger)
+	store, _, err := a.newStore(logger)
 	if err != nil {
 		return nil, err
 	}
+	return a.handlerFor(store, logger)
+}
+
+// handlerFor builds the endpoint on store.
+func (a App) handlerFor(store ratelab.Store, logger *slog.Logger) (http.Handler, error) {
 	l, err := ratelab.NewLimiter(store, a.Rule())
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -66,6 +67,10 @@ type Config struct {
 	Workers int // pool size (per host for two-hosts); single uses 1 and cgi none
 	// Addr is where the front listens; "" means 127.0.0.1 on a free port.
 	Addr string
+	// Listener, if set, is where the front listens instead of Addr: a
+	// caller that listens first finds an address it cannot use before any
+	// process starts. Close closes it.
+	Listener net.Listener
 	// Exe is the binary re-executed as children; "" means os.Executable().
 	// It must pass Roles to childproc.RunIfChild first thing.
 	Exe string
@@ -110,10 +115,6 @@ func Start(cfg Config) (*Host, error) {
 	if cfg.Stderr == nil {
 		cfg.Stderr = os.Stderr
 	}
-	addr := cfg.Addr
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
 	if cfg.Timeouts == (Timeouts{}) {
 		cfg.Timeouts = DefaultTimeouts()
 	}
@@ -124,7 +125,29 @@ func Start(cfg Config) (*Host, error) {
 		}
 		cfg.App.FrontToken = token
 	}
+	ln := cfg.Listener
+	if ln == nil {
+		addr := cmp.Or(cfg.Addr, "127.0.0.1:0")
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return nil, fmt.Errorf("harness: listen: %w", err)
+		}
+	}
 	h := &Host{cfg: cfg}
+	front, err := h.start()
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	h.URL = "http://" + ln.Addr().String() + "/demo"
+	h.srv = cfg.Timeouts.server(front, newConnCap())
+	go h.srv.Serve(ln)
+	return h, nil
+}
+
+// start starts the model's processes and returns the front's handler.
+func (h *Host) start() (http.Handler, error) {
+	cfg := h.cfg
 
 	var front http.Handler
 	switch cfg.Model {
@@ -156,16 +179,7 @@ func Start(cfg Config) (*Host, error) {
 			Logger: log.New(h.cgiErrs, "cgi host: ", 0),
 		}
 	}
-
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		h.stopWorkers()
-		return nil, fmt.Errorf("harness: listen: %w", err)
-	}
-	h.URL = "http://" + ln.Addr().String() + "/demo"
-	h.srv = cfg.Timeouts.server(front, newConnCap())
-	go h.srv.Serve(ln)
-	return h, nil
+	return front, nil
 }
 
 // roundRobin is the pool's front: each request goes to the next worker, as

@@ -14,80 +14,92 @@ import (
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
-// newStore makes the process's store. Called once per process, it is
-// exactly what the lesson is about: a memory store made here lives and
-// dies with this process; the others keep their states outside it.
-func (a App) newStore(logger *slog.Logger) (ratelab.Store, error) {
+// newStore makes the process's store, and returns it with what closes
+// its connections. Called once per process, it is exactly what the lesson
+// is about: a memory store made here lives and dies with this process;
+// the others keep their states outside it.
+func (a App) newStore(logger *slog.Logger) (ratelab.Store, func() error, error) {
+	nothing := func() error { return nil }
 	// !+store
 	switch a.Store {
 	case "memory":
-		return new(brokeninmemory.Store), nil
+		return new(brokeninmemory.Store), nothing, nil
 	case "file":
-		return fixedfilestore.New(a.Dir, fixedfilestore.Options{FailPolicy: a.FailPolicy, Logger: logger})
+		s, err := fixedfilestore.New(a.Dir, fixedfilestore.Options{FailPolicy: a.FailPolicy, Logger: logger})
+		return s, nothing, err
 	case "redis":
 		c, err := redisstore.NewClient(a.RedisURL, 0)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return redisstore.New(c, redisstore.Options{FailPolicy: a.FailPolicy, Logger: logger})
+		s, err := redisstore.New(c, redisstore.Options{FailPolicy: a.FailPolicy, Logger: logger})
+		return s, c.Close, err
 	case "mysql":
-		db, err := mysqlstore.OpenDB(a.DSN, 0, 0)
+		db, err := mysqlstore.OpenDB(a.DSN, 0, a.Conns)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return mysqlstore.New(db, mysqlstore.Options{FailPolicy: a.FailPolicy, Logger: logger})
+		s, err := mysqlstore.New(db, mysqlstore.Options{FailPolicy: a.FailPolicy, Logger: logger, Prefix: a.Prefix})
+		return s, db.Close, err
 	case "postgres":
-		pool, err := postgresstore.OpenPool(a.DSN, 0, 0)
+		pool, err := postgresstore.OpenPool(a.DSN, 0, a.Conns)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return postgresstore.New(pool, postgresstore.Options{FailPolicy: a.FailPolicy, Logger: logger})
+		s, err := postgresstore.New(pool, postgresstore.Options{FailPolicy: a.FailPolicy, Logger: logger, Prefix: a.Prefix})
+		return s, func() error { pool.Close(); return nil }, err
 	}
 	// !-store
-	return nil, fmt.Errorf("harness: unknown store %q", a.Store)
+	return nil, nil, fmt.Errorf("harness: unknown store %q", a.Store)
 }
 
-// ErrConfig is wrapped by CheckDatabase's error when the database refused
-// the settings or the DSN cannot be parsed: a configuration error to fix
-// before serving.
+// ErrConfig is wrapped by the errors of Prepare and CheckDatabase when the
+// store's server refused the settings or the DSN cannot be parsed: a
+// configuration error to fix before serving.
 var ErrConfig = errors.New("harness: configuration error")
 
-// CheckDatabase connects the mysql or postgres store to its database and
-// creates its tables if they are missing. An error wrapping ErrConfig is a
-// configuration error (a bad DSN, refused credentials, a missing
-// database); any other error is an outage, which the fail policy handles
-// once hits come.
-func (a App) CheckDatabase(ctx context.Context) error {
-	var check func(context.Context) error
-	switch a.Store {
-	case "mysql":
-		db, err := mysqlstore.OpenDB(a.DSN, 0, 0)
-		if err != nil {
-			return fmt.Errorf("%w: %w", ErrConfig, err)
-		}
-		defer db.Close()
-		s, err := mysqlstore.New(db, mysqlstore.Options{})
-		if err != nil {
-			return fmt.Errorf("%w: %w", ErrConfig, err)
-		}
-		check = s.CheckServer
-	case "postgres":
-		pool, err := postgresstore.OpenPool(a.DSN, 0, 0)
-		if err != nil {
-			return fmt.Errorf("%w: %w", ErrConfig, err)
-		}
-		defer pool.Close()
-		s, err := postgresstore.New(pool, postgresstore.Options{})
-		if err != nil {
-			return fmt.Errorf("%w: %w", ErrConfig, err)
-		}
-		check = s.CheckServer
-	default:
-		return fmt.Errorf("%w: store %q has no database", ErrConfig, a.Store)
+// serverChecker is a database store: it connects and creates its tables
+// if they are missing, refused settings wrapping its package's
+// ErrRefused.
+type serverChecker interface {
+	CheckServer(ctx context.Context) error
+	Connections(ctx context.Context) (int, error)
+}
+
+// Prepare gets a database store made by newStore ready to take hits, as
+// every process of the cgi model must, since no process outlives its
+// request: it connects and creates the tables if they are missing. Other
+// stores need nothing. An error wrapping ErrConfig is a configuration
+// error (refused credentials, a missing database); any other error is an
+// outage, which the fail policy handles once hits come.
+func Prepare(ctx context.Context, store ratelab.Store) error {
+	c, ok := store.(serverChecker)
+	if !ok {
+		return nil
 	}
-	err := check(ctx)
+	err := c.CheckServer(ctx)
 	if errors.Is(err, mysqlstore.ErrRefused) || errors.Is(err, postgresstore.ErrRefused) {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return err
+}
+
+// CheckDatabase connects the mysql or postgres store to its database,
+// creates its tables if they are missing, and returns how many client
+// connections the server accepts. Errors are Prepare's; a bad DSN wraps
+// ErrConfig too.
+func (a App) CheckDatabase(ctx context.Context) (connections int, err error) {
+	if a.Store != "mysql" && a.Store != "postgres" {
+		return 0, fmt.Errorf("%w: store %q has no database", ErrConfig, a.Store)
+	}
+	a.Conns = 1
+	store, closeStore, err := a.newStore(slog.New(slog.DiscardHandler))
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	defer closeStore()
+	if err := Prepare(ctx, store); err != nil {
+		return 0, err
+	}
+	return store.(serverChecker).Connections(ctx)
 }

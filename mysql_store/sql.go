@@ -118,18 +118,35 @@ func (s *Store) SweepAt(ctx context.Context, now time.Time) (int64, error) {
 // the fail policy.
 var ErrRefused = errors.New("mysqlstore: the server refused the connection's settings")
 
-// CheckServer connects, and creates the tables if they are missing. It
-// returns nil when both work, an error wrapping ErrRefused when the server
-// refused (see ErrRefused), and another error when it cannot be reached —
-// an outage, which the fail policy handles once hits come.
+// CheckServer connects, and creates the tables if they are missing: one
+// query when they exist, cheap enough for a CGI process to run on every
+// request. It returns nil when both work, an error wrapping ErrRefused
+// when the server refused (see ErrRefused), and another error when it
+// cannot be reached — an outage, which the fail policy handles once hits
+// come.
 func (s *Store) CheckServer(ctx context.Context) error {
-	err := s.db.PingContext(ctx)
-	if err == nil {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.TABLES
+WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (?, ?)`, s.base.Prefix+"fixed", s.base.Prefix+"state").Scan(&n)
+	if err == nil && n < 2 {
 		err = s.CreateTables(ctx)
 	}
 	var me *mysql.MySQLError
-	if errors.As(err, &me) {
+	if errors.As(err, &me) && !overloaded(err) {
 		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	return err
+}
+
+// Connections returns how many client connections the server accepts in
+// all: max_connections, or the user's max_user_connections if lower.
+func (s *Store) Connections(ctx context.Context) (int, error) {
+	var all, user int
+	if err := s.db.QueryRowContext(ctx, "SELECT @@max_connections, @@max_user_connections").Scan(&all, &user); err != nil {
+		return 0, fmt.Errorf("mysqlstore: read max_connections: %w", err)
+	}
+	if user > 0 {
+		all = min(all, user)
+	}
+	return all, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
+	"github.com/ratelab/ratelab/internal/hostport"
 	"github.com/ratelab/ratelab/internal/redact"
 	"github.com/ratelab/ratelab/internal/sqlstore"
 )
@@ -22,7 +23,7 @@ import (
 // DefaultTimeout bounds one hit, lock wait included, by default.
 const DefaultTimeout = sqlstore.DefaultTimeout
 
-// Options configure a Store. The zero value fails open with a 500 ms
+// Options configure a Store. The zero value fails open with a 2 s
 // timeout and tables named ratelab_fixed and ratelab_state.
 type Options struct {
 	FailPolicy ratelab.FailPolicy
@@ -71,8 +72,9 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 // read and write timeouts of timeout (0: DefaultTimeout), an InnoDB lock
 // wait of 1 s (the server's unit), and at most maxConns connections open
 // at once (0: DefaultMaxConns), kept idle for the hits to come; a hit
-// waits its turn for one. Size maxConns so that every process sharing
-// the server stays below its max_connections (see ConnBudget).
+// waits its turn for one. Size maxConns so that the processes sharing the
+// server, together, stay below what Connections reports: a server that
+// turns connections away is waited out, but only within the timeout.
 //
 // On MariaDB every connection also sets max_statement_time to four fifths
 // of timeout, so that the server abandons a statement waiting for a row
@@ -85,6 +87,11 @@ func OpenDB(dsn string, timeout time.Duration, maxConns int) (*sql.DB, error) {
 	}
 	if maxConns < 0 {
 		return nil, fmt.Errorf("mysqlstore: maxConns %d must not be negative", maxConns)
+	}
+	if cfg.Net == "tcp" {
+		if err := hostport.Check(cfg.Addr); err != nil {
+			return nil, fmt.Errorf("mysqlstore: %w", err)
+		}
 	}
 	timeout = cmp.Or(max(timeout, 0), DefaultTimeout)
 	cfg.InterpolateParams = true

@@ -110,18 +110,56 @@ func (s *Store) SweepAt(ctx context.Context, now time.Time) (int64, error) {
 // the fail policy.
 var ErrRefused = errors.New("postgresstore: the server refused the connection's settings")
 
-// CheckServer connects, and creates the tables if they are missing. It
-// returns nil when both work, an error wrapping ErrRefused when the server
-// refused (see ErrRefused), and another error when it cannot be reached —
-// an outage, which the fail policy handles once hits come.
+// CheckServer connects, and creates the tables if they are missing: one
+// query when they exist, cheap enough for a CGI process to run on every
+// request (and CREATE INDEX takes a lock that would queue behind hits).
+// It returns nil when both work, an error wrapping ErrRefused when the
+// server refused (see ErrRefused), and another error when it cannot be
+// reached — an outage, which the fail policy handles once hits come.
 func (s *Store) CheckServer(ctx context.Context) error {
-	err := s.pool.Ping(ctx)
-	if err == nil {
+	ok, err := s.tablesExist(ctx)
+	if err == nil && !ok {
 		err = s.CreateTables(ctx)
+		// CREATE … IF NOT EXISTS is not safe against itself: of two
+		// sessions creating one table, the second can fail on the
+		// catalog's unique index. Once the first is done, it succeeds.
+		for try := 0; try < 5 && createRace(err); try++ {
+			time.Sleep(time.Duration(try+1) * 10 * time.Millisecond)
+			err = s.CreateTables(ctx)
+		}
 	}
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
+	if errors.As(err, &pe) && !overloaded(err) {
 		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	return err
+}
+
+// createRace reports whether err is a CREATE that lost a race with
+// another session's creation of the same object.
+func createRace(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P07" || pe.Code == "42710")
+}
+
+// tablesExist reports whether both of the store's tables exist.
+func (s *Store) tablesExist(ctx context.Context) (bool, error) {
+	var ok bool
+	err := s.pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL",
+		s.base.Prefix+"fixed", s.base.Prefix+"state").Scan(&ok)
+	return ok, err
+}
+
+// Connections returns how many client connections the server accepts
+// from users without special roles: max_connections less the slots
+// reserved for superusers (and, from PostgreSQL 16, reserved_connections).
+func (s *Store) Connections(ctx context.Context) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT current_setting('max_connections')::int
+  - current_setting('superuser_reserved_connections')::int
+  - coalesce(current_setting('reserved_connections', true), '0')::int`).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("postgresstore: read max_connections: %w", err)
+	}
+	return n, nil
 }

@@ -22,7 +22,7 @@ import (
 // DefaultTimeout bounds one hit, lock wait included, by default.
 const DefaultTimeout = sqlstore.DefaultTimeout
 
-// Options configure a Store. The zero value fails open with a 500 ms
+// Options configure a Store. The zero value fails open with a 2 s
 // timeout and tables named ratelab_fixed and ratelab_state.
 type Options struct {
 	FailPolicy ratelab.FailPolicy
@@ -70,8 +70,9 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 // row lock's wait included (lock_timeout, statement_timeout) — at four
 // fifths of it, before the client does. At most maxConns connections are
 // open at once (0: DefaultMaxConns); a hit waits its turn for one. Size
-// it so that every process sharing the server stays below the server's
-// max_connections (see ConnBudget).
+// it so that the processes sharing the server, together, stay below what
+// Connections reports: a server that turns connections away is waited
+// out, but only within the timeout.
 //
 // A server on a loopback address or a Unix socket is reached without
 // trying TLS first, unless the URL or PGSSLMODE sets sslmode: pgx's

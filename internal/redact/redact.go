@@ -61,7 +61,10 @@ func Password(conn string) string {
 	return pw
 }
 
-// replace masks pw in s as written, URL-escaped and URL-unescaped.
+// replace masks pw in s where a connection string holds it — after the
+// user and before the '@' of a URL or DSN, after password= — as written,
+// URL-escaped and URL-unescaped. Only there: a short password would
+// otherwise mask every letter it shares with the rest of the message.
 func replace(s, pw string) string {
 	if pw == "" {
 		return s
@@ -71,9 +74,12 @@ func replace(s, pw string) string {
 		forms = append(forms, u)
 	}
 	for _, f := range forms {
-		if f != "" {
-			s = strings.ReplaceAll(s, f, Mask)
+		if f == "" {
+			continue
 		}
+		s = strings.ReplaceAll(s, ":"+f+"@", ":"+Mask+"@")
+		s = strings.ReplaceAll(s, "password='"+f+"'", "password='"+Mask+"'")
+		s = strings.ReplaceAll(s, "password="+f, "password="+Mask)
 	}
 	return s
 }

@@ -31,7 +31,7 @@ func TestErrAndString(t *testing.T) {
 	if perr == nil {
 		t.Fatal("url.Parse accepted a password with a space")
 	}
-	for _, err := range []error{perr, fmt.Errorf("wrapped: %w", perr), errors.New("S3cret%20pw and S3cret+pw")} {
+	for _, err := range []error{perr, fmt.Errorf("wrapped: %w", perr), errors.New("redis://:S3cret%20pw@x and redis://:S3cret+pw@y")} {
 		got := Err(err, conn).Error()
 		if strings.Contains(got, "S3cret") || !strings.Contains(got, Mask) {
 			t.Errorf("Err(%q) = %q, want the password masked", err, got)
@@ -43,6 +43,14 @@ func TestErrAndString(t *testing.T) {
 	plain := errors.New("dial tcp: connection refused")
 	if got := Err(plain, conn); got != plain {
 		t.Errorf("Err of an error without the password = %v, want it unchanged", got)
+	}
+	short := errors.New("cannot parse `postgres://u:p@127.0.0.1:99999/db`: invalid port")
+	if got := Err(short, "postgres://u:p@127.0.0.1:99999/db").Error(); got != "cannot parse `postgres://u:xxxxx@127.0.0.1:99999/db`: invalid port" {
+		t.Errorf("a one-letter password masked %q", got)
+	}
+	kv := errors.New("bad: host=h password='a b' x")
+	if got := Err(kv, "host=h password='a b'").Error(); strings.Contains(got, "a b") {
+		t.Errorf("key=value password left in %q", got)
 	}
 	if Err(nil, conn) != nil {
 		t.Error("Err(nil) is not nil")

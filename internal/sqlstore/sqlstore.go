@@ -36,6 +36,20 @@ func ServerTimeout(timeout time.Duration) time.Duration { return timeout * 4 / 5
 // most by default.
 const DefaultMaxConns = 10
 
+// ConnBudget returns how many connections each of processes may open on
+// a server that accepts usable client connections in all: a quarter is
+// kept for other clients (an operator's shell, a sweep, a deploy), the rest
+// is shared out, and no process gets more than DefaultMaxConns. An error
+// says that processes cannot each have one.
+func ConnBudget(usable, processes int) (int, error) {
+	share := usable * 3 / 4
+	if processes < 1 || share < processes {
+		return 0, fmt.Errorf("%d processes need a connection each, and the server accepts %d (three quarters of them: %d): "+
+			"run fewer processes or raise max_connections", processes, usable, share)
+	}
+	return min(share/processes, DefaultMaxConns), nil
+}
+
 // SweepBatch is how many rows one DELETE of a sweep removes at most.
 const SweepBatch = 1000
 

@@ -12,6 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
+
+	"github.com/ratelab/ratelab/internal/poll"
 )
 
 // runAs makes cmd run as a's user and group.
@@ -43,7 +46,33 @@ func (s *Server) Pause() (resume func() error, err error) {
 	if err := signal(syscall.SIGSTOP); err != nil {
 		return nil, fmt.Errorf("sqltest: pause: %w", err)
 	}
-	return func() error { return signal(syscall.SIGCONT) }, nil
+	resume = func() error { return signal(syscall.SIGCONT) }
+	// kill returns before the stop takes effect: wait until every thread
+	// of every process is stopped, so that nothing sent from now on is
+	// read before resume.
+	if err := poll.Until(10*time.Second, time.Millisecond, func() error { return stopped(pids) }); err != nil {
+		resume()
+		return nil, fmt.Errorf("sqltest: pause: %w", err)
+	}
+	return resume, nil
+}
+
+// stopped reports an error unless every thread of pids is stopped (state
+// T in /proc/PID/task/TID/stat) or gone.
+func stopped(pids []int) error {
+	for _, pid := range pids {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+		for _, st := range tasks {
+			b, err := os.ReadFile(st)
+			if err != nil {
+				continue
+			}
+			if fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])); len(fields) > 0 && fields[0] != "T" && fields[0] != "t" {
+				return fmt.Errorf("%s is in state %s", st, fields[0])
+			}
+		}
+	}
+	return nil
 }
 
 // family returns pid and its children's pids, read from /proc.

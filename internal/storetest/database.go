@@ -179,6 +179,16 @@ func RunDatabase(t *testing.T, d Database) {
 			assert.Equal(t, c.rule.Limit-2, after.Remaining, "%s: the held hit was not counted", c.table)
 		}
 	})
+	t.Run("processes that prepare fresh tables at once all succeed", func(t *testing.T) {
+		open := d.Connect(t, d.DSN, 5*time.Second)
+		o := Options{Prefix: fmt.Sprintf("t%d_", prefixes.Add(1)), Timeout: 5 * time.Second}
+		var wg sync.WaitGroup
+		for range 16 { // as CGI processes do, each on a fresh tables' first request
+			s := open(o)
+			wg.Go(func() { assert.NoError(t, s.CheckServer(context.Background())) })
+		}
+		wg.Wait()
+	})
 	t.Run("a hit the client gave up on is not counted later", func(t *testing.T) { late(t, d) })
 	t.Run("rows no rule wrote are replaced, logged and decided", func(t *testing.T) { hostile(t, d) })
 	t.Run("an outage follows the policy", func(t *testing.T) {

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	databaselock "github.com/ratelab/ratelab/database_lock"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/claim"
+	"github.com/ratelab/ratelab/internal/redact"
 	"github.com/ratelab/ratelab/internal/sqltest"
 )
 
@@ -18,8 +21,11 @@ import (
 // with files and with each database.
 func cmdDB(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("db", stdout)
-	mysqlDSN := f.String("mysql", "", "a MariaDB/MySQL database to use, 'user:password@tcp(host:port)/db' (default: start a private mariadbd)")
-	pgURL := f.String("postgres", "", "a PostgreSQL database to use, postgres://user:password@host:port/db (default: start a private postgres)")
+	mysqlDSN := f.String("mysql", "", "a MariaDB/MySQL database for the lessons, 'user:password@tcp(host:port)/db'; they create, empty and drop "+
+		"the tables "+lessonTables+" in it (default: start a private mariadbd)")
+	pgURL := f.String("postgres", "", "a PostgreSQL database for the lessons, postgres://user:password@host:port/db; they create, empty and drop "+
+		"the tables "+lessonTables+" in it (default: start a private postgres)")
+	force := f.Bool("force", false, "run the lessons even in a database that holds ratelab's live tables (ratelab_fixed, ratelab_state)")
 	requests := f.Int("requests", 130, "requests from one client address (> 0)")
 	conc := f.Int("concurrency", 8, "requests in flight in the burst; 1 sends only one by one")
 	stable := f.Bool("stable", false, "leave out wall times, so that runs with -at print the same bytes")
@@ -46,7 +52,7 @@ func cmdDB(args []string, stdout, stderr io.Writer) (int, error) {
 	if *requests <= 0 || *conc <= 0 {
 		return 0, usagef("-requests and -concurrency must be positive")
 	}
-	app := harness.App{Limit: f.limit, Window: f.window}
+	app := harness.App{Limit: f.limit, Window: f.window, Prefix: lessonPrefix}
 	var err error
 	if app.Now, err = f.atOrZero(); err != nil {
 		return 0, err
@@ -73,14 +79,17 @@ func cmdDB(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		a := app
 		a.Store, a.DSN = db.store, dsns[db.store]
-		if err := a.CheckDatabase(ctx); err != nil { // creates the store's tables
-			return 0, usagef("-%s: %v", db.store, err)
-		}
 		conn, err := sql.Open(databaselock.DriverName(db.dialect), dsns[db.store])
 		if err != nil {
-			return 0, err
+			return 0, usagef("-%s: %v", db.store, redact.Err(err, dsns[db.store]))
 		}
 		defer conn.Close()
+		if live, err := liveTables(ctx, conn, db.dialect); err != nil || live && !*force {
+			return 0, usagef("-%s: %v", db.store, cmp.Or(err, errLiveTables))
+		}
+		if _, err := a.CheckDatabase(ctx); err != nil { // creates the lesson store's tables
+			return 0, usagef("-%s: %v", db.store, err)
+		}
 		conns[db.store] = conn
 	}
 	var lessons []claim.Claim
@@ -100,7 +109,7 @@ func cmdDB(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	reset := func() error {
 		for _, conn := range conns {
-			if _, err := conn.ExecContext(ctx, "DELETE FROM ratelab_fixed"); err != nil {
+			if _, err := conn.ExecContext(ctx, "DELETE FROM "+lessonPrefix+"fixed"); err != nil {
 				return err
 			}
 		}
@@ -118,4 +127,29 @@ func cmdDB(args []string, stdout, stderr io.Writer) (int, error) {
 	printHarnessReport(stdout, rep, *stable)
 	fmt.Fprintln(stdout)
 	return claim.Verdict(stdout, claim.All(lessons) && rep.Pass(), "every row shows what the demo claims"), nil
+}
+
+// The tables the lessons write: their own, and those of the store the
+// two-hosts rows run on, under a prefix of their own.
+const (
+	lessonPrefix = "lesson_"
+	lessonTables = "lesson_hits, lesson_locks, lesson_fixed and lesson_state"
+)
+
+var errLiveTables = errors.New("this database holds ratelab's live tables (ratelab_fixed or ratelab_state): " +
+	"the lessons create, empty and drop " + lessonTables + " in it; point the flag at a scratch database, or add -force")
+
+// liveTables reports whether the database of conn holds the tables of a
+// store in use, under the stores' default prefix.
+func liveTables(ctx context.Context, conn *sql.DB, dialect string) (bool, error) {
+	q := `SELECT COUNT(*) FROM information_schema.TABLES
+WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN ('ratelab_fixed', 'ratelab_state')`
+	if dialect == "postgres" {
+		q = `SELECT (to_regclass('ratelab_fixed') IS NOT NULL)::int + (to_regclass('ratelab_state') IS NOT NULL)::int`
+	}
+	var n int
+	if err := conn.QueryRowContext(ctx, q).Scan(&n); err != nil {
+		return false, fmt.Errorf("look for ratelab's tables: %w", err)
+	}
+	return n > 0, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -14,6 +15,8 @@ import (
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/claim"
+	"github.com/ratelab/ratelab/internal/redact"
+	"github.com/ratelab/ratelab/internal/sqlstore"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
@@ -85,15 +88,20 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := app.Validate(); err != nil {
 		return 0, usagef("%v", strings.TrimPrefix(err.Error(), "harness: "))
 	}
-	if err := checkServe(app, f.workers, stderr); err != nil {
+	if app.Conns, err = checkServe(app, m, f.workers, stderr); err != nil {
 		return 0, err
 	}
-	h, err := harness.Start(harness.Config{Model: m, App: app, Workers: f.workers, Addr: *addr})
+	ln, err := net.Listen("tcp", *addr) // before any process starts
+	if err != nil {
+		return 0, usagef("-addr %s: %v", *addr, err)
+	}
+	defer ln.Close()
+	h, err := harness.Start(harness.Config{Model: m, App: app, Workers: f.workers, Listener: ln})
 	if err != nil {
 		return 0, err
 	}
 	fmt.Fprintln(stdout, h.URL)
-	fmt.Fprintf(stderr, "serving model=%s store=%s limit %d per %v", m, app.Store, app.Limit, app.Window)
+	fmt.Fprintf(stderr, "serving model=%s store=%s limit %d per %v fail %s", m, app.Store, app.Limit, app.Window, app.FailPolicy)
 	if app.Store == "file" {
 		fmt.Fprintf(stderr, " state in %s", app.Dir)
 	}
@@ -140,45 +148,77 @@ func cmdCGI(args []string, stdout, stderr io.Writer) (int, error) {
 }
 
 // checkServe finds configuration errors before serve prints its URL: a
-// state directory that cannot be used, a Redis or a database that refuses
-// the password or database named, a DSN that cannot be parsed, more
-// workers than harness.MaxWorkers. A server that cannot be reached is an
-// outage, not a configuration error: it is reported, and the hits follow
-// the fail policy until it is back. A database's tables are created here.
-func checkServe(app harness.App, workers int, stderr io.Writer) error {
+// state directory that cannot be written, a Redis or a database that
+// refuses the password or database named, an address that cannot be, more
+// workers than harness.MaxWorkers or than the database has connections
+// for. A server that cannot be reached is an outage, not a configuration
+// error: it is reported, and the hits follow the fail policy until it is
+// back. A database's tables are created here, and its connections shared
+// out: checkServe returns how many each worker may open.
+func checkServe(app harness.App, m harness.Model, workers int, stderr io.Writer) (conns int, err error) {
 	if workers > harness.MaxWorkers {
-		return usagef("-workers %d: at most %d", workers, harness.MaxWorkers)
+		return 0, usagef("-workers %d: at most %d", workers, harness.MaxWorkers)
 	}
 	switch app.Store {
 	case "file":
 		s, err := fixedfilestore.New(app.Dir, fixedfilestore.Options{})
-		if err != nil {
-			return usagef("%v", err)
+		if err == nil {
+			err = errors.Join(s.CheckWritable(), s.Close())
 		}
-		return s.Close()
+		if err != nil {
+			return 0, usagef("%v", err)
+		}
 	case "redis":
-		c, err := redisstore.NewClient(app.RedisURL, time.Second)
-		if err != nil {
-			return usagef("-redis: %v", err)
-		}
-		defer c.Close()
-		err = redisstore.CheckServer(context.Background(), c)
-		switch {
-		case errors.Is(err, redisstore.ErrRefused):
-			return usagef("-redis %s: %v", app.RedisURL, err)
-		case err != nil:
-			fmt.Fprintf(stderr, "ratelab serve: warning: redis at %s is unreachable (%v); until it is back every hit fails %s\n", app.RedisURL, err, app.FailPolicy)
-		}
+		return 0, checkRedis(app, stderr)
 	case "mysql", "postgres":
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		err := app.CheckDatabase(ctx)
-		switch {
-		case errors.Is(err, harness.ErrConfig):
-			return usagef("-%s: %v", app.Store, strings.TrimPrefix(err.Error(), "harness: configuration error: "))
-		case err != nil:
-			fmt.Fprintf(stderr, "ratelab serve: warning: the %s database is unreachable (%v); until it is back every hit fails %s\n", app.Store, err, app.FailPolicy)
-		}
+		return checkDatabase(app, m, workers, stderr)
+	}
+	return 0, nil
+}
+
+// checkRedis asks the Redis of app for a PING.
+func checkRedis(app harness.App, stderr io.Writer) error {
+	shown := redact.String(app.RedisURL)
+	c, err := redisstore.NewClient(app.RedisURL, time.Second)
+	if err != nil {
+		return usagef("-redis: %v", err)
+	}
+	defer c.Close()
+	err = redisstore.CheckServer(context.Background(), c)
+	switch {
+	case errors.Is(err, redisstore.ErrRefused):
+		return usagef("-redis %s: %v", shown, err)
+	case err != nil:
+		fmt.Fprintf(stderr, "ratelab serve: warning: redis at %s is unreachable (%v); until it is back every hit fails %s\n", shown, err, app.FailPolicy)
 	}
 	return nil
+}
+
+// checkDatabase creates the tables of app's database store and shares its
+// connections out among the processes of model m: a pool's workers (twice
+// as many for two hosts), or one process for single. Under cgi the web
+// server decides how many processes run at once; each opens one
+// connection, and one turned away for want of a free one waits its turn.
+func checkDatabase(app harness.App, m harness.Model, workers int, stderr io.Writer) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	usable, err := app.CheckDatabase(ctx)
+	switch {
+	case errors.Is(err, harness.ErrConfig):
+		return 0, usagef("-%s: %v", app.Store, strings.TrimPrefix(err.Error(), "harness: configuration error: "))
+	case err != nil:
+		fmt.Fprintf(stderr, "ratelab serve: warning: the %s database is unreachable (%v); until it is back every hit fails %s\n", app.Store, err, app.FailPolicy)
+		return 0, nil
+	}
+	procs := map[harness.Model]int{harness.Single: 1, harness.Pool: workers, harness.TwoHosts: 2 * workers}[m]
+	if procs == 0 {
+		fmt.Fprintf(stderr, "%s accepts %d connections; under cgi each process opens one\n", app.Store, usable)
+		return 1, nil
+	}
+	conns, err := sqlstore.ConnBudget(usable, procs)
+	if err != nil {
+		return 0, usagef("-workers %d: %v", workers, err)
+	}
+	fmt.Fprintf(stderr, "%s accepts %d connections; %d processes × %d each, a quarter kept for other clients\n", app.Store, usable, procs, conns)
+	return conns, nil
 }

@@ -23,6 +23,7 @@ type hitResult struct {
 	RetryAfter int64  `json:"retry_after"`
 	ResetAfter int64  `json:"reset_after"`
 	NotCounted string `json:"not_counted,omitempty"`
+	Local      bool   `json:"local,omitempty"` // decided by this process alone (-fail local)
 }
 
 // ruleFlags are the flags that name a key under a rule, shared by hit and
@@ -36,7 +37,7 @@ func (f *flags) ruleFlags(keyHelp string) ruleFlags {
 	rf := ruleFlags{
 		key:      f.String("key", "", keyHelp),
 		name:     f.String("rule", "demo-start", "the rule's name: its state is kept apart from every other rule's"),
-		fail:     f.String("fail", "open", "what to do when the state cannot be reached: open or closed"),
+		fail:     f.String("fail", "open", "what to do when the state cannot be reached: open, closed or local (decide in this process alone)"),
 		algo:     f.String("algorithm", "fixed", "fixed (the original's fixed window), sliding (sliding-window counter), log (sliding log) or gcra"),
 		burst:    f.Int("burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)"),
 		refusals: f.String("refusals", "default", "whether refused hits count: default (the algorithm's), count or ignore"),
@@ -55,7 +56,7 @@ func (f *flags) parseRule(rf ruleFlags, args []string) (ratelab.Rule, ratelab.Fa
 	}
 	policy, err := ratelab.ParseFailPolicy(*rf.fail)
 	if err != nil {
-		return ratelab.Rule{}, 0, usagef("-fail %q: use open or closed", *rf.fail)
+		return ratelab.Rule{}, 0, usagef("-fail %q: use open, closed or local", *rf.fail)
 	}
 	alg, err := ratelab.ParseAlgorithm(*rf.algo)
 	if err != nil {
@@ -122,7 +123,7 @@ func cmdHit(args []string, stdout, stderr io.Writer) (int, error) {
 	res := hitResult{Allowed: d.Allowed, Rule: rule.Name, Limit: rule.Limit, Remaining: d.Remaining,
 		RetryAfter: ratelab.CeilSeconds(d.RetryAfter), ResetAfter: ratelab.CeilSeconds(d.ResetAfter)}
 	if d.NotCounted != nil {
-		res.NotCounted = d.NotCounted.Error()
+		res.NotCounted, res.Local = d.NotCounted.Error(), d.Local
 	}
 	if err := json.NewEncoder(stdout).Encode(res); err != nil {
 		return 0, err

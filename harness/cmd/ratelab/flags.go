@@ -175,7 +175,7 @@ func (f *flags) appFlags() func() (harness.App, error) {
 	store := f.String("store", "", "memory, file, redis, mysql or postgres (required)")
 	algo := f.String("algorithm", "fixed", "fixed, sliding, log or gcra")
 	burst := f.Int("burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)")
-	fail := f.String("fail", "open", "file, redis and database stores: what to do when the state cannot be reached: open or closed")
+	fail := f.String("fail", "open", "file, redis and database stores: what to do when the state cannot be reached: open, closed or local (decide in this process alone)")
 	redisURL := f.String("redis", "", "redis store: the server, e.g. redis://127.0.0.1:6379/0 (a cluster: ?addr=host:port…; Sentinel: ?master_name=name)")
 	dsns := map[string]*string{
 		"mysql":    f.String("mysql", "", "mysql store: the database, e.g. 'user:password@tcp(127.0.0.1:3306)/ratelab'"),
@@ -189,7 +189,7 @@ func (f *flags) appFlags() func() (harness.App, error) {
 		}
 		policy, err := ratelab.ParseFailPolicy(*fail)
 		if err != nil {
-			return harness.App{}, usagef("-fail %q: use open or closed", *fail)
+			return harness.App{}, usagef("-fail %q: use open, closed or local", *fail)
 		}
 		a := harness.App{Store: *store, Dir: f.dir, RedisURL: *redisURL, Limit: f.limit, Window: f.window,
 			Algorithm: alg, Burst: *burst, FailPolicy: policy}

@@ -14,7 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/lighttpdtest"
+	"github.com/ratelab/ratelab/internal/sqltest"
 )
 
 // wrapper is the two-line cgi-bin wrapper the documentation shows, with
@@ -86,17 +88,32 @@ func TestUnderLighttpd(t *testing.T) {
 		assert.Equal(t, fmt.Sprintf(`"demo-start";r=0;t=%d`, retry), last.Header.Get("RateLimit"))
 		assert.Equal(t, http.StatusOK, get(clientFrom("127.0.0.3"), "file").StatusCode, "another address, another bucket")
 	})
-	t.Run("a configuration error is a 500 with its reason", func(t *testing.T) {
+	t.Run("a configuration error is a 500 whose reason is only in the error log", func(t *testing.T) {
 		resp, err := one.Post(srv.URL+"/cgi-bin/broken", "", nil)
 		require.NoError(t, err)
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		assert.Equal(t, http.StatusInternalServerError, resp.StatusCode)
-		assert.Contains(t, string(body), "ratelab cgi: ")
-		assert.Contains(t, string(body), "does not exist")
-		assert.Equal(t, 1, strings.Count(strings.TrimSpace(string(body)), "\n")+1, "one line: %q", body)
+		assert.Equal(t, harness.CGIErrorBody+"\n", string(body), "no path, address or password reaches a visitor")
 		assert.Contains(t, srv.ErrorLog(), "does not exist", "the reason reaches the server's error log")
 	})
+}
+
+// The finding: a -redis URL whose password the URL parser refuses (a
+// space in it) was quoted back whole in the 500 page — to any visitor —
+// and in the error log. Neither may show it.
+func TestCGIShowsNoPassword(t *testing.T) {
+	srv := lighttpdtest.ForTest(t, map[string]string{
+		"redis": wrapper(t, "-store redis -redis 'redis://:S3cret pw@127.0.0.1:16379/0' -limit 30 -window 1h"),
+	})
+	resp, err := clientFrom("127.0.0.2").Post(srv.URL+"/cgi-bin/redis", "", nil)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusInternalServerError, resp.StatusCode)
+	assert.NotContains(t, string(body), "S3cret")
+	assert.Contains(t, srv.ErrorLog(), "invalid userinfo", "the reason is logged")
+	assert.NotContains(t, srv.ErrorLog(), "S3cret", "without the password")
 }
 
 func TestCGIOutsideACGIServerExits2(t *testing.T) {
@@ -106,4 +123,37 @@ func TestCGIOutsideACGIServerExits2(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Empty(t, out)
 	assert.Contains(t, errOut, "not under a CGI server")
+}
+
+// The finding: ratelab cgi with a database store never created its
+// tables, so every hit failed open — 40 of 40 allowed on a fresh
+// database, `r=29` on every answer. Each CGI process now prepares its
+// store as serve does at start.
+func TestCGIPreparesTheDatabase(t *testing.T) {
+	for _, db := range []struct {
+		store string
+		start func(sqltest.TB) *sqltest.Server
+		ok    bool
+	}{{"mysql", sqltest.MariaDBForTest, sqltest.MariaDBAvailable()}, {"postgres", sqltest.PostgresForTest, sqltest.PostgresAvailable()}} {
+		t.Run(db.store, func(t *testing.T) {
+			if !db.ok {
+				t.Skipf("%s's server is not installed (.ci/run installs it)", db.store)
+			}
+			dsn := db.start(t).DSN
+			srv := lighttpdtest.ForTest(t, map[string]string{
+				"db": wrapper(t, fmt.Sprintf("-store %s -%s '%s' -limit 30 -window 1h", db.store, db.store, dsn)),
+			})
+			var got []string
+			for range 32 {
+				resp, err := clientFrom("127.0.0.2").Post(srv.URL+"/cgi-bin/db", "", nil)
+				require.NoError(t, err)
+				resp.Body.Close()
+				got = append(got, fmt.Sprint(resp.StatusCode, " ", resp.Header.Get("RateLimit")))
+			}
+			assert.Equal(t, `200 "demo-start";r=29;t=3600`, got[0], "error log: %s", srv.ErrorLog())
+			assert.Equal(t, `200 "demo-start";r=0;t=3600`, strings.Replace(got[29], "t=3599", "t=3600", 1))
+			assert.Regexp(t, `^429 "demo-start";r=0;t=(3600|3599)$`, got[30])
+			assert.NotContains(t, srv.ErrorLog(), "not counted")
+		})
+	}
 }

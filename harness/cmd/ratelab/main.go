@@ -59,15 +59,15 @@ type command struct {
 // commands is the command table, in the order usage lists it.
 func commands() []command {
 	return []command{
-		{"demo", "-store memory|file [-requests 40] [-limit 30] [-window 1h] [-workers 4] [-concurrency 8] [-at RFC3339] [-stable]",
+		{"demo", "-store memory|file [-requests 40] [-limit 30] [-window 1h] [-workers 4] [-concurrency 8] [-at RFC3339] [-stable] [-force]",
 			"the endpoint under single, pool and cgi: where 429 appears", cmdDemo},
-		{"serve", "-model cgi|pool|single|two-hosts -store memory|file|redis|mysql|postgres [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed] [-redis URL] [-mysql DSN] [-postgres URL]",
+		{"serve", "-model cgi|pool|single|two-hosts -store memory|file|redis|mysql|postgres [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed|local] [-redis URL] [-mysql DSN] [-postgres URL]",
 			"serve the endpoint to curl, until Ctrl-C", cmdServe},
-		{"cgi", "-store memory|file|redis|mysql|postgres [-dir DIR] [-redis URL] [-mysql DSN] [-postgres URL] [-limit 30] [-window 1h] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed]",
+		{"cgi", "-store memory|file|redis|mysql|postgres [-dir DIR] [-redis URL] [-mysql DSN] [-postgres URL] [-limit 30] [-window 1h] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed|local]",
 			"the endpoint as a CGI program, for a web server's cgi-bin", cmdCGI},
-		{"hit", "-dir DIR -key KEY [-rule demo-start] [-limit 30] [-window 1h] [-at RFC3339] [-fail open|closed] [-wait 3s] [-algorithm fixed|sliding|log|gcra] [-burst N] [-refusals default|count|ignore]",
+		{"hit", "-dir DIR -key KEY [-rule demo-start] [-limit 30] [-window 1h] [-at RFC3339] [-fail open|closed|local] [-wait 3s] [-algorithm fixed|sliding|log|gcra] [-burst N] [-refusals default|count|ignore]",
 			"take one hit in the file store and print the decision", cmdHit},
-		{"reset", "-dir DIR -key KEY [-rule demo-start] [-algorithm fixed|sliding|log|gcra] [-fail open|closed]",
+		{"reset", "-dir DIR -key KEY [-rule demo-start] [-algorithm fixed|sliding|log|gcra] [-fail open|closed|local]",
 			"forget one key of one rule: unblock a client", cmdReset},
 		{"inspect", "-dir DIR [-at RFC3339]", "show every state file, changing nothing", cmdInspect},
 		{"sweep", "-dir DIR [-at RFC3339]", "remove the state files whose state is over", cmdSweep},
@@ -76,7 +76,7 @@ func commands() []command {
 		{"bench", "[-o FILE] [-quick]", "per-hit costs and cross-process throughput", cmdBench},
 		{"redis", "[-redis URL] [-requests 130] [-limit 30] [-window 1h] [-workers 2] [-concurrency 8] [-at RFC3339] [-stable] [-svg FILE]",
 			"beyond one host: files against Redis, and two Redis pitfalls", cmdRedis},
-		{"db", "[-check] [-mysql DSN] [-postgres URL] [-requests 130] [-limit 30] [-window 1h] [-workers 2] [-concurrency 8] [-at RFC3339] [-stable]",
+		{"db", "[-check] [-mysql DSN] [-postgres URL] [-requests 130] [-limit 30] [-window 1h] [-workers 2] [-concurrency 8] [-at RFC3339] [-stable] [-force]",
 			"the database lock: lost updates in SQL, lock rows, two hosts on one database", cmdDB},
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -104,4 +105,50 @@ func TestServeConfigErrorsExit2BeforeTheURL(t *testing.T) {
 		assert.Equal(t, 2, code, "%s: %s", u, stderr.String())
 		assert.Contains(t, stderr.String(), "refused", u)
 	}
+}
+
+// The findings: serve accepted a state directory it could not write —
+// printed its URL and let 6 of 6 through — and an address it could not
+// listen on was found only after the workers had started (exit 1). Both
+// are configuration errors: exit 2 before the URL, no process started.
+func TestServeRefusesWhatItCannotUse(t *testing.T) {
+	t.Run("a port in use", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer ln.Close()
+		url, code, stderr := startServe(t, "", "-model", "pool", "-store", "memory", "-addr", ln.Addr().String())
+		assert.Empty(t, url)
+		assert.Equal(t, 2, code, stderr.String())
+		assert.Contains(t, stderr.String(), "address already in use")
+		assert.Equal(t, 1, strings.Count(strings.TrimSpace(stderr.String()), "\n")+1, "one line: %s", stderr.String())
+	})
+	t.Run("a state directory it cannot write", func(t *testing.T) {
+		setpriv, err := exec.LookPath("setpriv")
+		if os.Geteuid() != 0 || err != nil {
+			t.Skip("needs root and setpriv (util-linux) to run serve as nobody")
+		}
+		// As nobody, over a directory of root's that nobody may read but
+		// not write; the binary is copied where nobody can run it.
+		base := t.TempDir()
+		require.NoError(t, os.Chmod(base, 0o755))
+		require.NoError(t, os.Chmod(filepath.Dir(base), 0o755))
+		exe, err := os.Executable()
+		require.NoError(t, err)
+		b, err := os.ReadFile(exe)
+		require.NoError(t, err)
+		copied := filepath.Join(base, "ratelab.test")
+		require.NoError(t, os.WriteFile(copied, b, 0o755))
+		state := filepath.Join(base, "state")
+		require.NoError(t, os.MkdirAll(filepath.Join(state, "rate-limits"), 0o755))
+		cmd := exec.Command(setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups", copied,
+			"serve", "-model", "pool", "-store", "file", "-dir", state, "-addr", "127.0.0.1:0")
+		cmd.Env = append(os.Environ(), envRunCLI+"=1")
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit, "%s", out)
+		assert.Equal(t, 2, exit.ExitCode(), "%s", out)
+		assert.Contains(t, string(out), "permission denied")
+		assert.Contains(t, string(out), "is not writable")
+		assert.NotContains(t, string(out), "http://", "no URL printed")
+	})
 }
