@@ -67,6 +67,11 @@ type App struct {
 	Algorithm ratelab.Algorithm
 	// Burst is GCRA's burst; 0 means 1.
 	Burst int
+	// TrustedProxies lists the networks of the proxies in front of the
+	// endpoint, as httplimit.ParseTrustedProxies reads them; "" trusts
+	// none and keys on the connection's address. ForwardedHeader names
+	// the one header they append the client's address to.
+	TrustedProxies, ForwardedHeader string
 	// FrontToken, set by the host for its workers, is the secret with
 	// which their front vouches for the client address it passes on.
 	FrontToken string
@@ -108,7 +113,22 @@ func (a App) Validate() error {
 	default:
 		return fmt.Errorf("harness: unknown store %q: use memory, file, redis, mysql or postgres", a.Store)
 	}
+	if _, err := a.Client(); err != nil {
+		return err
+	}
 	return a.Rule().Validate()
+}
+
+// Client is how the endpoint tells its clients apart: by the connection's
+// address, or behind TrustedProxies by the address they pass on in
+// ForwardedHeader.
+func (a App) Client() (httplimit.Client, error) {
+	proxies, err := httplimit.ParseTrustedProxies(a.TrustedProxies)
+	if err != nil {
+		return httplimit.Client{}, err
+	}
+	c := httplimit.Client{TrustedProxies: proxies, Header: a.ForwardedHeader}
+	return c, c.Check()
 }
 
 // env is a's configuration as its children read it (appFromEnv).
@@ -127,12 +147,15 @@ func (a App) env() []string {
 		"RATELAB_ALGORITHM=" + string(a.Algorithm),
 		"RATELAB_BURST=" + strconv.Itoa(a.Burst),
 		"RATELAB_FRONT_TOKEN=" + a.FrontToken,
+		"RATELAB_TRUSTED_PROXIES=" + a.TrustedProxies,
+		"RATELAB_FORWARDED_HEADER=" + a.ForwardedHeader,
 	}
 }
 
 func appFromEnv() (App, error) {
 	a := App{Store: os.Getenv("RATELAB_STORE"), Dir: os.Getenv("RATELAB_DIR"), RedisURL: os.Getenv("RATELAB_REDIS"),
-		DSN: os.Getenv("RATELAB_DSN"), FrontToken: os.Getenv("RATELAB_FRONT_TOKEN"), Prefix: os.Getenv("RATELAB_PREFIX")}
+		DSN: os.Getenv("RATELAB_DSN"), FrontToken: os.Getenv("RATELAB_FRONT_TOKEN"), Prefix: os.Getenv("RATELAB_PREFIX"),
+		TrustedProxies: os.Getenv("RATELAB_TRUSTED_PROXIES"), ForwardedHeader: os.Getenv("RATELAB_FORWARDED_HEADER")}
 	var err error
 	if a.Limit, err = strconv.Atoi(os.Getenv("RATELAB_LIMIT")); err != nil {
 		return a, fmt.Errorf("RATELAB_LIMIT: %w", err)
@@ -179,7 +202,11 @@ func (a App) handlerFor(store ratelab.Store, logger *slog.Logger) (http.Handler,
 		return nil, err
 	}
 	metrics := new(httplimit.Metrics)
-	mw := &httplimit.Middleware{Limiter: l, Key: frontKey(a.FrontToken), Logger: logger, Metrics: metrics}
+	client, err := a.Client()
+	if err != nil {
+		return nil, err
+	}
+	mw := &httplimit.Middleware{Limiter: l, Key: frontKey(a.FrontToken, client), Logger: logger, Metrics: metrics}
 	if !a.Now.IsZero() {
 		mw.Now = func() time.Time { return a.Now }
 	}

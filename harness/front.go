@@ -40,10 +40,10 @@ func newFrontToken() (string, error) {
 }
 
 // frontKey keys a request on the client address its front passed on, if
-// the request carries the front's token, and on the connection's address
-// otherwise.
-func frontKey(token string) httplimit.KeyFunc {
-	direct := httplimit.RemoteAddrKey(KeyPrefix)
+// the request carries the front's token, and otherwise on the client as
+// client tells it from the connection (and the proxies it trusts).
+func frontKey(token string, client httplimit.Client) httplimit.KeyFunc {
+	direct := client.Key(KeyPrefix)
 	return func(r *http.Request) (string, error) {
 		got := r.Header.Get(headerFrontToken)
 		if token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {

@@ -243,3 +243,21 @@ func TestWorkersTallyMustMatchTheClient(t *testing.T) {
 	row.Throttled++
 	assert.Contains(t, strings.Join(harness.Recheck(row).Problems, "; "), "workers report 5 allowed and 0 throttled, the client saw 4 and 1")
 }
+
+// Fail-local is the in-memory store as a fallback: with the shared store
+// out, a pool lets workers × limit through and CGI every request — no
+// better than fail-open there. Every row must show it, as the demo claims.
+func TestOutageDemoFailLocalIsTheLessonAgain(t *testing.T) {
+	for _, p := range []ratelab.FailPolicy{ratelab.FailLocal, ratelab.FailOpen} {
+		a := harness.App{Limit: 30, Window: time.Hour, FailPolicy: p, Now: time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)}
+		rep, err := harness.OutageDemo(context.Background(), a, 2, harness.Workload{Requests: 70, Concurrency: 8}, nil)
+		require.NoError(t, err)
+		want := map[ratelab.FailPolicy][]int{ratelab.FailLocal: {30, 60, 70, 30, 60, 70}, ratelab.FailOpen: {70, 70, 70, 70, 70, 70}}[p]
+		var got []int
+		for _, row := range rep.Rows {
+			got = append(got, row.OK)
+			assert.True(t, row.Pass(), "%v %s: %v", p, row.Model, row.Problems)
+		}
+		assert.Equal(t, want, got, "fail %v: 200s of single, pool, cgi, one by one then as a burst", p)
+	}
+}

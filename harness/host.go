@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/ratelab/ratelab/httplimit"
 	"github.com/ratelab/ratelab/internal/childproc"
 	"github.com/ratelab/ratelab/internal/syncbuf"
 )
@@ -91,24 +92,53 @@ type Host struct {
 	served  atomic.Int64 // requests the front passed to a pool worker
 	tally   Tally        // what the workers reported, after Close
 	proxyTr *http.Transport
+	client  httplimit.Client // tells the front who a request's client is
 	cgiErrs *syncbuf.Buffer
 }
 
 // Start starts the model's processes and its front. Close stops them.
 func Start(cfg Config) (*Host, error) {
-	if _, err := ParseModel(string(cfg.Model)); err != nil {
+	if err := cfg.check(); err != nil {
 		return nil, err
+	}
+	client, err := cfg.App.Client()
+	if err != nil {
+		return nil, err
+	}
+	ln := cfg.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", cmp.Or(cfg.Addr, "127.0.0.1:0")); err != nil {
+			return nil, fmt.Errorf("harness: listen: %w", err)
+		}
+	}
+	h := &Host{cfg: cfg, client: client}
+	front, err := h.start()
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	h.URL = "http://" + ln.Addr().String() + "/demo"
+	h.srv = cfg.Timeouts.server(front, newConnCap())
+	go h.srv.Serve(ln)
+	return h, nil
+}
+
+// check reports the first thing wrong with cfg and fills in its defaults,
+// the front's token among them.
+func (cfg *Config) check() error {
+	if _, err := ParseModel(string(cfg.Model)); err != nil {
+		return err
 	}
 	if err := cfg.App.Validate(); err != nil {
-		return nil, err
+		return err
 	}
 	if (cfg.Model == Pool || cfg.Model == TwoHosts) && (cfg.Workers <= 0 || cfg.Workers > MaxWorkers) {
-		return nil, fmt.Errorf("harness: workers %d must be from 1 to %d", cfg.Workers, MaxWorkers)
+		return fmt.Errorf("harness: workers %d must be from 1 to %d", cfg.Workers, MaxWorkers)
 	}
 	if cfg.Exe == "" {
 		exe, err := os.Executable()
 		if err != nil {
-			return nil, fmt.Errorf("harness: find own executable: %w", err)
+			return fmt.Errorf("harness: find own executable: %w", err)
 		}
 		cfg.Exe = exe
 	}
@@ -121,28 +151,11 @@ func Start(cfg Config) (*Host, error) {
 	if cfg.Model != CGI {
 		token, err := newFrontToken()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		cfg.App.FrontToken = token
 	}
-	ln := cfg.Listener
-	if ln == nil {
-		addr := cmp.Or(cfg.Addr, "127.0.0.1:0")
-		var err error
-		if ln, err = net.Listen("tcp", addr); err != nil {
-			return nil, fmt.Errorf("harness: listen: %w", err)
-		}
-	}
-	h := &Host{cfg: cfg}
-	front, err := h.start()
-	if err != nil {
-		ln.Close()
-		return nil, err
-	}
-	h.URL = "http://" + ln.Addr().String() + "/demo"
-	h.srv = cfg.Timeouts.server(front, newConnCap())
-	go h.srv.Serve(ln)
-	return h, nil
+	return nil
 }
 
 // start starts the model's processes and returns the front's handler.
@@ -193,10 +206,12 @@ func (h *Host) roundRobin() http.Handler {
 			w := h.workers[(next.Add(1)-1)%uint64(len(h.workers))]
 			pr.SetURL(w.url)
 			// The client's address, vouched for by the token: whatever
-			// the client sent under these names is replaced.
-			host, _, err := net.SplitHostPort(pr.In.RemoteAddr)
+			// the client sent under these names is replaced. Behind
+			// trusted proxies it is the one they passed on.
+			addr, err := h.client.Addr(pr.In)
+			host := addr.String()
 			if err != nil {
-				host = pr.In.RemoteAddr
+				host, _, _ = net.SplitHostPort(pr.In.RemoteAddr)
 			}
 			pr.Out.Header.Set(headerRemoteAddr, host)
 			pr.Out.Header.Set(headerFrontToken, h.cfg.App.FrontToken)

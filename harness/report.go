@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/ratelab/ratelab"
 )
 
 // Scenario is one row of a report: a model, an app (store, limit, window)
@@ -20,6 +22,9 @@ type Scenario struct {
 	Workload Workload
 	Exe      string    // see Config.Exe
 	Stderr   io.Writer // see Config.Stderr
+	// Outage says that the App's store cannot be reached: every hit
+	// follows App.FailPolicy (open or local).
+	Outage bool
 }
 
 // Row is what one scenario did, beside what it was expected to do.
@@ -53,6 +58,15 @@ func Expect(s Scenario) (ok int, why string) {
 		return ok
 	}
 	switch {
+	case s.Outage && s.App.FailPolicy != ratelab.FailLocal:
+		return n, "never 429: the store cannot answer, and fail-open lets every hit through uncounted"
+	case s.Outage: // fail-local: the memory store's counts, for another reason
+		ok, _ := Expect(Scenario{Model: s.Model, App: App{Store: "memory", Limit: limit}, Workers: s.Workers, Workload: s.Workload})
+		return ok, map[Model]string{
+			Single: fmt.Sprintf("429 from #%d: each process decides alone, and there is one", limit+1),
+			Pool:   fmt.Sprintf("%d workers × %d = %d let through: each worker decides alone", s.Workers, limit, s.Workers*limit),
+			CGI:    "never 429: each process decides alone and serves one request — no better than fail-open",
+		}[s.Model]
 	case s.App.Store == "redis":
 		return min(n, limit), fmt.Sprintf("429 from #%d: every process on every host shares one Redis", limit+1)
 	case s.App.Store == "mysql" || s.App.Store == "postgres":
@@ -165,8 +179,9 @@ func btoi(b bool) int {
 
 // Report is a demo's rows.
 type Report struct {
-	Store string
-	Rows  []Row
+	Store  string
+	Outage bool // the store could not be reached (OutageDemo)
+	Rows   []Row
 }
 
 // Pass reports whether every row saw what its model predicts.
@@ -188,6 +203,24 @@ func Demo(ctx context.Context, store string, app App, workers int, w Workload, d
 		rows = append(rows, modelStore{m, store})
 	}
 	return runRows(ctx, Report{Store: store}, rows, app, workers, w, dir, nil, progress, nil)
+}
+
+// Unreachable is the Redis of OutageDemo: a port on loopback that nobody
+// listens on, so every connection is refused at once.
+const Unreachable = "redis://127.0.0.1:1/0"
+
+// OutageDemo runs every model, one by one and as a burst, with a shared
+// store that cannot answer — a Redis nobody listens for — under
+// app.FailPolicy: fail-open lets every hit through; fail-local decides in
+// each process alone, which is the in-memory store's lesson again.
+func OutageDemo(ctx context.Context, app App, workers int, w Workload, progress io.Writer) (Report, error) {
+	app.RedisURL = Unreachable
+	var rows []modelStore
+	for _, m := range Models() {
+		rows = append(rows, modelStore{m, "redis"})
+	}
+	rep := Report{Store: "redis (nobody listening) fail=" + app.FailPolicy.String(), Outage: true}
+	return runRows(ctx, rep, rows, app, workers, w, "", nil, progress, nil)
 }
 
 // RedisDemo runs the two-hosts model with the file store and with Redis,
@@ -249,7 +282,7 @@ func runRows(ctx context.Context, rep Report, rows []modelStore, app App, worker
 			if progress != nil {
 				fmt.Fprintf(progress, "running %s / %s / %s …\n", r.model, r.store, modeName(mode))
 			}
-			row, err := Run(ctx, Scenario{Model: r.model, App: a, Workers: workers, Workload: mode})
+			row, err := Run(ctx, Scenario{Model: r.model, App: a, Workers: workers, Workload: mode, Outage: rep.Outage})
 			if err != nil {
 				return rep, err
 			}

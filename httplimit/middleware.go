@@ -29,8 +29,9 @@ type KeyFunc func(r *http.Request) (string, error)
 //
 // It never reads X-Forwarded-For or similar headers: any client can send
 // them. Behind a reverse proxy or CDN every client then shares the proxy's
-// address and one bucket; name your proxies in Client.TrustedProxies to
-// key on the address they pass on. Behind CGNAT or an office NAT many
+// address and one bucket; name your proxies in Client.TrustedProxies, and
+// the one header they write in Client.Header, to key on the address they
+// pass on. Behind CGNAT or an office NAT many
 // users share one address, so the limit is per address, not per person.
 func RemoteAddrKey(prefix string) KeyFunc { return Client{}.Key(prefix) }
 
@@ -50,7 +51,8 @@ func RemoteAddrKey(prefix string) KeyFunc { return Client{}.Key(prefix) }
 // the seconds until the binding rule has room again: for an allowed
 // request until its full allowance is back, for a refused one until one
 // more hit is allowed. A refused request gets 429 Too Many Requests with
-// Retry-After equal to t. Seconds are rounded up, so a client that waits
+// Retry-After equal to t — also when a fail-local store's process decided
+// alone (Metrics counts those apart). Seconds are rounded up, so a client that waits
 // them is never early. When the store cannot decide (a fail-closed store
 // whose state is unreachable) the answer is 503 Service Unavailable and
 // next is not called. The request's context reaches the store: a client

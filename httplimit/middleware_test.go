@@ -128,3 +128,28 @@ func TestMiddlewareFailOpenLetsThroughAndPassesTheContext(t *testing.T) {
 	require.NotNil(t, seen)
 	assert.Equal(t, "this request", seen.Value(ctxKey{}), "the store gets the request's context")
 }
+
+// A fail-local decision is a decision: a refusal is a 429 with its
+// Retry-After, not a hit let through because the shared store failed;
+// Metrics counts both outcomes apart from the shared store's.
+func TestMiddlewareFailLocalRefusesAndCountsApart(t *testing.T) {
+	for _, tt := range []struct {
+		d       ratelab.Decision
+		code    int
+		outcome string
+	}{
+		{ratelab.Decision{Allowed: true, Remaining: 2, ResetAfter: time.Hour, Local: true, NotCounted: errors.New("redis down")}, 200, httplimit.LocalAllowed},
+		{ratelab.Decision{RetryAfter: time.Minute, ResetAfter: time.Hour, Local: true, NotCounted: errors.New("redis down")}, 429, httplimit.LocalRefused},
+		{ratelab.Decision{Allowed: true, Remaining: 2, ResetAfter: time.Hour, NotCounted: errors.New("redis down")}, 200, httplimit.NotCounted},
+	} {
+		l, err := ratelab.NewLimiter(storetest.Stub{D: tt.d}, original)
+		require.NoError(t, err)
+		m := &httplimit.Middleware{Limiter: l, Metrics: new(httplimit.Metrics), Logger: newDiscardLogger()}
+		rec := get(m.Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})), "203.0.113.7:1")
+		assert.Equal(t, tt.code, rec.Code, "%+v", tt.d)
+		assert.Equal(t, uint64(1), m.Metrics.Count(original.Name, tt.outcome), "%+v", tt.d)
+		if tt.code == 429 {
+			assert.Equal(t, "60", rec.Header().Get("Retry-After"))
+		}
+	}
+}

@@ -46,7 +46,7 @@ func features(o Options) ([]Feature, error) {
 			m.Allow = func(r *http.Request) bool { return r.Header.Get("X-Internal") != "" }
 		}},
 		{"Client with trusted proxies, X-Forwarded-For of 3 hops", func(m *httplimit.Middleware) {
-			m.Key = httplimit.Client{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}.Key("ip:")
+			m.Key = httplimit.Client{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, Header: "X-Forwarded-For"}.Key("ip:")
 		}},
 	}
 	req := httptest.NewRequest("POST", "/demo", nil)

@@ -74,18 +74,35 @@ func Sweep(t *testing.T, s Sweeper, batch int) {
 
 // Outage checks a store whose server cannot be reached: newStore makes one
 // with a policy and a logger. Fail-open lets the hit through uncounted,
-// fail-closed returns ErrUnavailable; both log a line naming pkg.
+// fail-closed returns ErrUnavailable, fail-local decides in this process
+// alone — the 31st hit of the original's rule refused, another key apart;
+// each logs a line naming pkg.
 func Outage(t *testing.T, pkg string, newStore func(ratelab.FailPolicy, *slog.Logger) ratelab.Store) {
-	for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed} {
+	for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed, ratelab.FailLocal} {
 		var logs bytes.Buffer
 		s := newStore(policy, slog.New(slog.NewTextHandler(&logs, nil)))
 		d, err := s.TakeAt(context.Background(), Original, Key, T0)
-		if policy == ratelab.FailOpen {
+		switch policy {
+		case ratelab.FailOpen:
 			require.NoError(t, err)
 			assert.True(t, d.Allowed)
 			assert.Error(t, d.NotCounted)
-		} else {
+		case ratelab.FailClosed:
 			assert.ErrorIs(t, err, ratelab.ErrUnavailable)
+		case ratelab.FailLocal:
+			require.NoError(t, err)
+			var allowed []bool
+			for range Original.Limit {
+				d, err = s.TakeAt(context.Background(), Original, Key, T0)
+				require.NoError(t, err)
+				assert.True(t, d.Local, "decided in this process")
+				assert.Error(t, d.NotCounted, "and not in the shared store")
+				allowed = append(allowed, d.Allowed)
+			}
+			assert.Equal(t, []bool{true, false}, []bool{allowed[Original.Limit-2], allowed[Original.Limit-1]}, "the 30th allowed, the 31st refused")
+			d, err = s.TakeAt(context.Background(), Original, "another", T0)
+			require.NoError(t, err)
+			assert.True(t, d.Allowed, "another key, another count")
 		}
 		assert.Contains(t, logs.String(), pkg)
 	}

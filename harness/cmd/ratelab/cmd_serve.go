@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ratelab/ratelab"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/claim"
@@ -22,7 +23,8 @@ import (
 
 func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("demo", stdout)
-	store := f.String("store", "", "memory or file (required)")
+	store := f.String("store", "", "memory or file (required, unless -outage)")
+	outage := f.String("outage", "", "instead of a store, a Redis nobody listens for, under this fail policy: open or local")
 	requests := f.Int("requests", 40, "requests from one client address (> 0)")
 	conc := f.Int("concurrency", 8, "requests in flight in the burst; 1 sends only one by one")
 	stable := f.Bool("stable", false, "leave out wall times, so that runs with -at print the same bytes")
@@ -30,10 +32,15 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := f.parse(args); err != nil {
 		return 0, err
 	}
-	if *store != "memory" && *store != "file" {
+	policy, err := ratelab.ParseFailPolicy(*outage)
+	switch {
+	case *outage != "" && (err != nil || policy == ratelab.FailClosed):
+		return 0, usagef("-outage %q: use open or local (fail-closed answers 503 to every request)", *outage)
+	case *outage != "" && *store != "":
+		return 0, usagef("-outage replaces -store: give one of them")
+	case *outage == "" && *store != "memory" && *store != "file":
 		return 0, usagef("-store %q: use memory or file", *store)
-	}
-	if *requests <= 0 || *conc <= 0 {
+	case *requests <= 0 || *conc <= 0:
 		return 0, usagef("-requests and -concurrency must be positive")
 	}
 	dir, cleanup, err := scratch("demo")
@@ -42,13 +49,18 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	defer cleanup()
 
-	app := harness.App{Limit: f.limit, Window: f.window}
+	app := harness.App{Limit: f.limit, Window: f.window, FailPolicy: policy}
 	if app.Now, err = f.atOrZero(); err != nil {
 		return 0, err
 	}
 	progress := progressTo(stderr, *stable)
-	rep, err := harness.Demo(context.Background(), *store, app, f.workers,
-		harness.Workload{Requests: *requests, Concurrency: *conc}, dir, progress)
+	w := harness.Workload{Requests: *requests, Concurrency: *conc}
+	var rep harness.Report
+	if *outage != "" {
+		rep, err = harness.OutageDemo(context.Background(), app, f.workers, w, progress)
+	} else {
+		rep, err = harness.Demo(context.Background(), *store, app, f.workers, w, dir, progress)
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -167,9 +167,10 @@ func (f *flags) atOrZero() (time.Time, error) {
 	return f.now()
 }
 
-// appFlags declares the flags of the endpoint's store and rule — -store,
-// -algorithm, -burst, -fail, the servers' -redis, -mysql and -postgres,
-// -limit, -window, -dir — and returns what makes the App of them once
+// appFlags declares the flags of the endpoint's store, rule and clients —
+// -store, -algorithm, -burst, -fail, the servers' -redis, -mysql and
+// -postgres, -limit, -window, -dir, -trusted-proxies, -forwarded-header —
+// and returns what makes the App of them once
 // the flags are parsed, a bad algorithm or policy being bad usage.
 func (f *flags) appFlags() func() (harness.App, error) {
 	store := f.String("store", "", "memory, file, redis, mysql or postgres (required)")
@@ -181,6 +182,8 @@ func (f *flags) appFlags() func() (harness.App, error) {
 		"mysql":    f.String("mysql", "", "mysql store: the database, e.g. 'user:password@tcp(127.0.0.1:3306)/ratelab'"),
 		"postgres": f.String("postgres", "", "postgres store: the database, e.g. postgres://user:password@127.0.0.1:5432/ratelab"),
 	}
+	proxies := f.String("trusted-proxies", "", "networks of the proxies in front, CIDR or addresses, comma-separated, e.g. 127.0.0.0/8 (default: none; key on the connection's address)")
+	header := f.String("forwarded-header", "", "with -trusted-proxies: the one header they append the client's address to, X-Forwarded-For or Forwarded")
 	f.limitFlag().windowFlag().dirFlag()
 	return func() (harness.App, error) {
 		alg, err := ratelab.ParseAlgorithm(*algo)
@@ -192,7 +195,11 @@ func (f *flags) appFlags() func() (harness.App, error) {
 			return harness.App{}, usagef("-fail %q: use open, closed or local", *fail)
 		}
 		a := harness.App{Store: *store, Dir: f.dir, RedisURL: *redisURL, Limit: f.limit, Window: f.window,
-			Algorithm: alg, Burst: *burst, FailPolicy: policy}
+			Algorithm: alg, Burst: *burst, FailPolicy: policy, TrustedProxies: *proxies, ForwardedHeader: *header}
+		if _, err := a.Client(); err != nil {
+			return harness.App{}, usagef("-trusted-proxies %q -forwarded-header %q: %v", *proxies, *header,
+				strings.TrimPrefix(err.Error(), "httplimit: "))
+		}
 		if dsn, ok := dsns[*store]; ok {
 			a.DSN = *dsn
 		}

@@ -152,3 +152,36 @@ func TestServeRefusesWhatItCannotUse(t *testing.T) {
 		assert.NotContains(t, string(out), "http://", "no URL printed")
 	})
 }
+
+// The finding: behind a trusted proxy, a client-sent Forwarded header
+// picked the bucket — a fresh one per request. With the one header the
+// proxies write named, a client that adds the other keeps its bucket,
+// under a pool (the front reads it) and under CGI (each process does).
+func TestServeBehindATrustedProxy(t *testing.T) {
+	for _, model := range []string{"pool", "cgi"} {
+		t.Run(model, func(t *testing.T) {
+			url, code, stderr := startServe(t, "", "-model", model, "-store", "file", "-limit", "3", "-addr", "127.0.0.1:0",
+				"-trusted-proxies", "127.0.0.0/8", "-forwarded-header", "X-Forwarded-For")
+			require.NotEmpty(t, url, "serve exited %d: %s", code, stderr.String())
+			post := func(xff, fwd string) int {
+				req, err := http.NewRequest("POST", url, nil)
+				require.NoError(t, err)
+				req.Header.Set("X-Forwarded-For", xff)
+				req.Header.Set("Forwarded", fwd)
+				resp, err := http.DefaultClient.Do(req)
+				require.NoError(t, err)
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			var got []int
+			for i := range 4 {
+				got = append(got, post("203.0.113.9", fmt.Sprintf("for=198.51.100.%d", i)))
+			}
+			assert.Equal(t, []int{200, 200, 200, 429}, got, "the Forwarded header the client sent is never read")
+			assert.Equal(t, 200, post("203.0.113.10", "for=unknown"), "another address the proxy passed on: another bucket")
+		})
+	}
+	_, code, stderr := startServe(t, "", "-model", "pool", "-store", "memory", "-trusted-proxies", "127.0.0.0/8", "-addr", "127.0.0.1:0")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr.String(), "no Header", "trusted proxies without the header they write: %s", stderr.String())
+}
