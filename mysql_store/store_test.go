@@ -3,12 +3,16 @@ package mysqlstore_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/internal/sqltest"
 	"github.com/ratelab/ratelab/internal/storetest"
 	mysqlstore "github.com/ratelab/ratelab/mysql_store"
@@ -109,3 +113,26 @@ func TestBadOptions(t *testing.T) {
 	_, err = mysqlstore.New(nil, mysqlstore.Options{})
 	assert.Error(t, err)
 }
+
+// The fixed window's statement reads no column another assignment of it
+// wrote, so it decides the same whether the server runs the assignments
+// left to right (MySQL, MariaDB's default) or all against the old row
+// (MariaDB's SIMULTANEOUS_ASSIGNMENT): every store check, under the mode.
+// Written the other way, the 31st hit was allowed under the mode.
+func TestStoreUnderSimultaneousAssignment(t *testing.T) {
+	skipWithoutServer(t)
+	cfg, err := mysql.ParseDSN(server.DSN)
+	require.NoError(t, err)
+	cfg.Params = map[string]string{"sql_mode": "'STRICT_TRANS_TABLES,SIMULTANEOUS_ASSIGNMENT'"}
+	stores := connect(t, cfg.FormatDSN(), 5*time.Second)
+	var mode string
+	require.NoError(t, open(t, cfg.FormatDSN(), 5*time.Second).QueryRow("SELECT @@sql_mode").Scan(&mode))
+	require.Contains(t, mode, "SIMULTANEOUS_ASSIGNMENT")
+	storetest.Run(t, func(t *testing.T) func() ratelab.Store {
+		o := storetest.Options{Prefix: fmt.Sprintf("simultaneous%d_", prefixes.Add(1)), Timeout: 5 * time.Second}
+		require.NoError(t, stores(o).CheckServer(context.Background()))
+		return func() ratelab.Store { return stores(o) }
+	}, true)
+}
+
+var prefixes atomic.Int64
