@@ -30,9 +30,13 @@
 //     waited (no name), so start over and the hit lands in the live file;
 //     a hard link (two names) is refused, never written through.
 //  4. Read the state, apply the rule's step (algorithm.Take), write it
-//     back at offset 0 and truncate to the new length; a hit the algorithm
-//     refuses without recording it writes nothing. The file never passes
-//     through zero length, and on ext4 it is several times cheaper than the
+//     back at offset 0 — a shorter state padded with spaces to the old
+//     length, in the same write — and truncate to the new length; a hit
+//     the algorithm refuses without recording it writes nothing. The file
+//     holds a whole state at every instant: it never passes through zero
+//     length, and a holder killed between the write and the truncate
+//     leaves the new state and blanks, never the tail of the old one. On
+//     ext4 it is several times cheaper than the
 //     original's ftruncate(0)-then-write, which triggers ext4's
 //     auto_da_alloc flush on close (docs/performance.md has the figure and
 //     names the filesystem).

@@ -17,19 +17,41 @@
 // shows). Two things about it are MySQL's own:
 //
 //   - The assignments of ON DUPLICATE KEY UPDATE run left to right, and
-//     each sees the columns the ones before it assigned. count is
-//     assigned before reset_at, so that count's test of whether the window
-//     is over reads the old reset_at; in the other order an expired
-//     window carries its count into the new one. (PostgreSQL evaluates
-//     every SET expression against the old row.)
+//     each sees the columns the ones before it assigned — unless MariaDB's
+//     SIMULTANEOUS_ASSIGNMENT mode is set, and then every one sees the old
+//     row. The statement holds under both: count is computed from the old
+//     row, reset_at from the old reset_at alone, and no expression reads a
+//     column another one wrote. (PostgreSQL evaluates every SET expression
+//     against the old row.)
 //   - The statement hands its result back in the OK packet, through
 //     LAST_INSERT_ID(expr) — reset_at << 28 | count, which fits since a
-//     count never exceeds limit + 1 ≤ 2^27 + 1 and reset_at 2^35 — so that
-//     it works on MySQL too, which has no RETURNING (MariaDB 10.5+ has).
+//     count never exceeds limit + 1 ≤ 2^27 + 1 and reset_at 2^35, and bit
+//     63 for a row it replaced — so that it works on MySQL too, which has
+//     no RETURNING (MariaDB 10.5+ has).
 //
 // A window's count stops at limit + 1: past the limit every hit is refused
 // until reset_at whatever the count, so the decisions are the file
-// store's and the row stops growing.
+// store's and the row stops growing. A row no rule could have written (a
+// negative count, one past any limit, a window ending beyond any rule's)
+// is replaced by a fresh window, and logged.
+//
+// # A hit reported failed is not counted later
+//
+// Every hit carries a deadline, four fifths into its timeout, and its
+// statement changes nothing once the server's clock (SYSDATE(6)) has
+// passed it: a statement that waited in the server's socket buffer behind
+// a server that had stopped does not count a hit its client gave up on.
+// max_statement_time, which OpenDB sets on every connection, bounds a
+// wait for a row lock the same way. See the database-lock chapter for the
+// cases that remain.
+//
+// # Load is not an outage
+//
+// A hit waits its turn for one of its pool's connections (OpenDB's
+// maxConns) within its timeout, and a server that turns a connection away
+// for want of free ones (error 1040 or 1203) is tried again after a short,
+// randomised pause: it is busy, not gone. Connections tells how many the
+// server accepts, to share out among the processes that use it.
 //
 // # The other algorithms take a row lock
 //

@@ -17,7 +17,28 @@
 // row, so the order of the assignments does not matter (in MySQL it does:
 // see package mysqlstore). A window's count stops at limit + 1: past the
 // limit every hit is refused until reset_at whatever the count, so the
-// decisions are the file store's and the row stops growing.
+// decisions are the file store's and the row stops growing. A row no rule
+// could have written (a negative count, one past any limit, a window
+// ending beyond any rule's) is replaced by a fresh window, and logged.
+//
+// # A hit reported failed is not counted later
+//
+// Every hit carries a deadline, four fifths into its timeout, and its
+// statements change nothing once the server's clock (clock_timestamp())
+// has passed it, checked when the row is locked: a statement that waited
+// in the server's socket buffer behind a server that had stopped does not
+// count a hit its client gave up on. See the database-lock chapter for the
+// cases that remain.
+//
+// # Load is not an outage
+//
+// A hit waits its turn for one of its pool's connections (OpenPool's
+// maxConns) within its timeout, and a server that turns a connection away
+// for want of free ones (SQLSTATE 53300) is tried again after a short,
+// randomised pause: it is busy, not gone. A server on loopback or a Unix
+// socket is reached without a TLS attempt first. Connections tells how
+// many connections the server accepts, to share out among the processes
+// that use it.
 //
 // # The other algorithms take a row lock
 //
@@ -26,7 +47,8 @@
 // round trips: BEGIN with an upsert that creates or locks the row and
 // returns its state; then the UPDATE with COMMIT. A session that dies
 // holding the lock releases it with its connection; one that waits gives
-// up at lock_timeout, which OpenPool sets to the hit's timeout.
+// up at lock_timeout, which OpenPool sets to four fifths of the hit's
+// timeout.
 //
 // # Durability, sweeping
 //
