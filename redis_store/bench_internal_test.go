@@ -40,10 +40,7 @@ func BenchmarkTakeRatios(b *testing.B) {
 	now := time.Now()
 	fns := []func() error{
 		func() error { return trivial.Run(ctx, rdb, []string{key}).Err() },
-		func() error {
-			t := now.Unix()
-			return fixedWindow.Run(ctx, rdb, []string{key}, t, t+3660, t+3600, 3661).Err()
-		},
+		func() error { return fixedWindow.Run(ctx, rdb, []string{key}, fixedArgs(r, now)...).Err() },
 		func() error { _, err := s.TakeAt(ctx, r, "k", now); return err },
 	}
 	spent := make([]time.Duration, len(fns))
@@ -57,6 +54,8 @@ func BenchmarkTakeRatios(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(spent[0].Nanoseconds())/float64(b.N), "evalsha-ns/hit")
+	b.ReportMetric(float64(spent[1].Nanoseconds())/float64(b.N), "script-ns/hit")
+	b.ReportMetric(float64(spent[2].Nanoseconds())/float64(b.N), "take-ns/hit")
 	b.ReportMetric(float64(spent[1])/float64(spent[0]), "script/evalsha")
 	b.ReportMetric(float64(spent[2])/float64(spent[0]), "take/evalsha")
 }

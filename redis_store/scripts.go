@@ -1,6 +1,14 @@
 package redisstore
 
-import "github.com/redis/go-redis/v9"
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab"
+)
 
 // The four steps of package algorithm as Redis scripts, one per hit: each
 // reads the state, decides, writes the state and its expiry in one step, so
@@ -8,7 +16,8 @@ import "github.com/redis/go-redis/v9"
 // state without an expiry. Each takes
 //
 //	KEYS[1] the state's key
-//	ARGV    now (Unix ms), window (s), limit, burst, MaxSkew (s), 1 if refused hits count
+//	ARGV    now (Unix ms), window (s), limit, burst, MaxSkew (s), 1 if refused hits count,
+//	        the largest encoding of a state (algorithm.MaxStateSize)
 //
 // and returns {0, allowed, remaining, retry_after_ms, reset_after_ms}, or
 // {1, detail} when the state belongs to another rule of the same name
@@ -16,52 +25,166 @@ import "github.com/redis/go-redis/v9"
 // ahead it ends). Numbers are Lua doubles, exact below 2^53, which the
 // bounds of ratelab.Rule keep every value under; the ones written back are
 // formatted as integers. The caller's clock decides; TTLs only clean up.
-const prelude = `
-local tn, call = tonumber, redis.call
+//
+// A state no rule could have written — a key of another type, a field
+// missing or not a decimal integer, a value out of the range its Decode
+// function in package algorithm accepts, a log that is not such JSON — is
+// deleted and the hit taken on a fresh state, and the reply gains one
+// element, the cause (see causes): never a script error, which would fail
+// every hit of the key until it expired, and it might never expire.
+var prelude = `
+local tn, call, rpcall = tonumber, redis.call, redis.pcall
 local nowms, w, limit, burst, skew = tn(ARGV[1]), tn(ARGV[2]), tn(ARGV[3]), tn(ARGV[4]), tn(ARGV[5])
 local countRefused = ARGV[6] == '1'
 local t = (nowms - nowms % 1000) / 1000
 local function int(x) return string.format('%d', x) end
+local maxWindow, maxUnix, maxStateUnix = ` + maxWindowSeconds + `, ` + maxUnix + `, ` + maxStateUnix + `
+local cause
+-- corrupt deletes the state, for the reason code, and returns nil: the state is then absent.
+local function corrupt(code) cause = code; call('DEL', KEYS[1]) end
+` + natLua + `
+-- readHash returns the fields of the state's hash as numbers, or nil when
+-- the state is absent or corrupt (then deleted).
+local function readHash(...)
+  local st, n, present, v = rpcall('HMGET', KEYS[1], ...), select('#', ...), 0, {}
+  if st.err then return corrupt(wrongType) end
+  for i = 1, n do
+    if st[i] then present = present + 1 end
+    v[i] = nat(st[i])
+  end
+  if present == 0 then return nil end
+  if present < n then return corrupt(missing) end
+  for i = 1, n do
+    if not v[i] then return corrupt(notNat(st[i])) end
+  end
+  return v
+end
+local function validWindow(x) return x >= 1 and x <= maxWindow end
 `
+
+// stateScript is a script of the prelude, defs and body, the body being a
+// function's: its reply gains the cause when the state was replaced.
+func stateScript(defs, body string) *redis.Script {
+	return redis.NewScript(prelude + defs + "local function step()\n" + body + `
+end
+local r = step()
+if cause then r[#r + 1] = cause end
+return r
+`)
+}
+
+// natLua names the causes (causesLua) and defines nat(s): s as a number
+// if it is a non-negative decimal integer as Redis writes one (no sign, no
+// leading zero, within int64), else nil; and notNat(s), the cause of a
+// string nat refuses.
+var natLua = causesLua + `
+local function nat(s)
+  if type(s) ~= 'string' or not (s == '0' or s:find('^[1-9]%d*$')) or #s > 19 or #s == 19 and s > '9223372036854775807' then return nil end
+  return tonumber(s)
+end
+local function notNat(s)
+  if s:find('^%-[1-9]%d*$') then return outOfRange end
+  return notInteger
+end
+`
+
+// The causes a script replaces a state for, by the code it returns.
+const (
+	causeWrongType = iota + 1
+	causeMissing
+	causeNotInteger
+	causeRange
+	causeTooFar
+	causeNotJSON
+	causeOrder
+	causeTooLarge
+)
+
+// causes say, by code, what was wrong with a state a script replaced.
+var causes = map[int64]string{
+	causeWrongType:  "the key holds another type than the state's",
+	causeMissing:    "the state lacks a field",
+	causeNotInteger: "a field is not a decimal integer",
+	causeRange:      "a value is out of range (a negative count, a window no rule has, an instant out of bounds)",
+	causeTooFar:     "the window ends further ahead than any rule's window and MaxSkew",
+	causeNotJSON:    "the state is not a JSON object of a window and its instants",
+	causeOrder:      "the instants are out of order",
+	causeTooLarge:   "the state is larger than any rule's, or holds more instants than any limit",
+}
+
+// causesLua names the codes of causes in a script.
+var causesLua = fmt.Sprintf(`
+local wrongType, missing, notInteger, outOfRange, tooFar, notJSON, outOfOrder, tooLarge = %d, %d, %d, %d, %d, %d, %d, %d
+`, causeWrongType, causeMissing, causeNotInteger, causeRange, causeTooFar, causeNotJSON, causeOrder, causeTooLarge)
+
+// The bounds of package algorithm's Decode functions: the longest window
+// (seconds), the end of the instants a hit may carry (the year 3000, in
+// Unix seconds; a state's instants reach up to two windows past it), the
+// most instants a log holds.
+var (
+	maxWindowSeconds = strconv.FormatInt(int64(ratelab.MaxWindow/time.Second), 10)
+	maxUnix          = "32503680000" // 3000-01-01T00:00:00Z
+	maxStateUnix     = "32566924800" // maxUnix + 2 × MaxWindow
+	maxLogLimit      = strconv.Itoa(ratelab.MaxLogLimit)
+)
 
 // !+fixedscript
 
 // fixedWindow is the state step of algorithm.Fixed.Take, kept as small as
 // it can be, because one hot key goes no faster than Redis runs it: the
-// client passes the instants ready-made (ARGV: now, the latest reset_at
-// that is still this rule's, a new window's reset_at and its expiry, all
-// in seconds, and the limit when refused hits are not to be counted, else
-// 0) and decides from the {count, reset_at} it gets back. A hit inside a
-// live window is one HGET and one HINCRBY; only a new window writes
-// reset_at and the expiry. {-1, reset_at}: another rule's window.
+// client passes the instants ready-made (ARGV, see fixedArgs: now, the
+// latest reset_at that is still this rule's, a new window's reset_at and
+// its expiry, the limit when refused hits are not to be counted, else 0,
+// and the latest reset_at any rule writes) and decides from the {count,
+// reset_at} it gets back. A hit inside a live window is one HMGET and one
+// HINCRBY, which refuses a count that is not a decimal integer; anything
+// else — a new window, a count that saturates, a conflict, a state no rule
+// wrote — takes the slower path after it. {-1, reset_at}: another rule's
+// window; {1, reset_at, cause}: the state was replaced by a fresh window.
 var fixedWindow = redis.NewScript(`
-local call = redis.call
-local reset = tonumber(call('HGET', KEYS[1], 'reset_at'))
-if reset and reset > tonumber(ARGV[1]) then
-  if reset > tonumber(ARGV[2]) then return {-1, reset} end
+local rpcall, key = redis.pcall, KEYS[1]
+local st = rpcall('HMGET', key, 'reset_at', 'count')
+local reset = tonumber(st[1])
+if reset and reset > tonumber(ARGV[1]) and reset <= tonumber(ARGV[2]) and st[2] and st[1]:find('^[1-9]%d*$') then
   if ARGV[5] ~= '0' then -- refusals not counted: a hit at the limit changes nothing
-    local c = tonumber(call('HGET', KEYS[1], 'count')) or 0
-    if c >= tonumber(ARGV[5]) then return {c + 1, reset} end
+    local c = tonumber(st[2])
+    if c and c >= tonumber(ARGV[5]) and st[2]:find('^[1-9]%d*$') and #st[2] < 19 then return {math.min(c, 1099511627776) + 1, reset} end
   end
-  local count = call('HINCRBY', KEYS[1], 'count', 1)
-  if count < 1 or count > 1099511627776 then -- a hostile count: saturate as Take does
-    count = math.min(math.max(count, 1), 1099511627776)
-    call('HSET', KEYS[1], 'count', string.format('%d', count))
-  end
-  return {count, reset}
+  local count = rpcall('HINCRBY', key, 'count', 1)
+  if type(count) == 'number' and count >= 1 and count <= 1099511627776 then return {count, reset} end
 end
-call('HSET', KEYS[1], 'count', 1, 'reset_at', ARGV[3])
-call('EXPIRE', KEYS[1], ARGV[4])
-return {1, tonumber(ARGV[3])}
+` + natLua + `
+local call, cause = redis.call, nil
+if st.err then cause = wrongType
+elseif st[1] or st[2] then
+  local r, c = nat(st[1]), nat(st[2])
+  if not (st[1] and st[2]) then cause = missing
+  elseif not r then cause = notNat(st[1])
+  elseif not c then cause = notNat(st[2])
+  elseif r == 0 then cause = outOfRange
+  elseif r > tonumber(ARGV[6]) then cause = tooFar
+  elseif r > tonumber(ARGV[2]) then return {-1, r}
+  elseif r > tonumber(ARGV[1]) then -- a live window, at a count HINCRBY cannot take or past 2^40
+    if ARGV[5] ~= '0' and c >= tonumber(ARGV[5]) then return {math.min(c, 1099511627776) + 1, r} end
+    c = math.min(c, 1099511627775) + 1 -- saturates, as Take does
+    call('HSET', key, 'count', string.format('%d', c))
+    return {c, r}
+  end
+end
+if cause then call('DEL', key) end
+call('HSET', key, 'count', 1, 'reset_at', ARGV[3])
+call('EXPIRE', key, ARGV[4])
+return {1, tonumber(ARGV[3]), cause}
 `)
 
 // !-fixedscript
 
 // slidingCounter is algorithm.Sliding.Take.
-var slidingCounter = redis.NewScript(prelude + `
-local st = call('HMGET', KEYS[1], 'window', 'window_start', 'count', 'prev_count')
-local sw, ws, c, p = tn(st[1]), tn(st[2]), tn(st[3]), tn(st[4])
-if sw == nil or ws == nil or c == nil or p == nil then sw, ws, c, p = 0, 0, 0, 0 end
+var slidingCounter = stateScript("", `
+local sw, ws, c, p = 0, 0, 0, 0
+local v = readHash('window', 'window_start', 'count', 'prev_count')
+if v and not (validWindow(v[1]) and v[2] < maxUnix and v[2] % v[1] == 0) then v = corrupt(outOfRange) end
+if v then sw, ws, c, p = v[1], v[2], v[3], v[4] end
 if sw ~= 0 and sw ~= w then return {1, sw} end
 local cur = math.max(t - (t % w), ws)
 if ws == cur then
@@ -91,13 +214,8 @@ return {0, 0, 0, math.max(0, at * 1000 - nowms), after}
 
 // slidingLog is algorithm.Log.Take; the state is the same JSON the file
 // store writes, in a string key.
-var slidingLog = redis.NewScript(prelude + `
-local raw = call('GET', KEYS[1])
-local sw, ts = 0, {}
-if raw then
-  local o = cjson.decode(raw)
-  sw, ts = tn(o.window), o.ts
-end
+var slidingLog = stateScript(readLogLua, `
+local sw, ts = readLog()
 if sw ~= 0 and sw ~= w then return {1, sw} end
 local n = #ts
 local at = nowms
@@ -125,10 +243,38 @@ call('SET', KEYS[1], '{"window":' .. int(w) .. ',"ts":[' .. table.concat(out, ',
 return {0, 1, limit - #out, 0, math.max(0, at + w * 1000 + 1 - nowms)}
 `)
 
+// readLogLua defines readLog(): the window and instants of the state, as
+// algorithm.DecodeLog accepts them (JSON numbers judged by value), or 0
+// and none when the state is absent or corrupt (then deleted).
+var readLogLua = `
+local function readLog()
+  local raw = rpcall('GET', KEYS[1])
+  if type(raw) == 'table' then return 0, {}, corrupt(wrongType) end
+  if not raw or raw == '' then return 0, {} end
+  if #raw > tn(ARGV[7]) then return 0, {}, corrupt(tooLarge) end
+  local ok, o = pcall(cjson.decode, raw)
+  if not ok or type(o) ~= 'table' or type(o.window) ~= 'number' or type(o.ts) ~= 'table' then return 0, {}, corrupt(notJSON) end
+  local ts, n = o.ts, 0
+  for _ in pairs(ts) do n = n + 1 end
+  if n ~= #ts then return 0, {}, corrupt(notJSON) end
+  if n > ` + maxLogLimit + ` then return 0, {}, corrupt(tooLarge) end
+  if o.window % 1 ~= 0 or not validWindow(o.window) then return 0, {}, corrupt(outOfRange) end
+  for i = 1, n do
+    local x = ts[i]
+    if type(x) ~= 'number' or x % 1 ~= 0 then return 0, {}, corrupt(notInteger) end
+    if not (x >= 0 and x < maxUnix * 1000) then return 0, {}, corrupt(outOfRange) end
+    if i > 1 and x < ts[i - 1] then return 0, {}, corrupt(outOfOrder) end
+  end
+  return o.window, ts
+end
+`
+
 // gcra is algorithm.GCRAState.Take.
-var gcra = redis.NewScript(prelude + `
-local st = call('HMGET', KEYS[1], 'window', 'tat')
-local sw, tat = tn(st[1]) or 0, tn(st[2]) or 0
+var gcra = stateScript("", `
+local sw, tat = 0, 0
+local v = readHash('window', 'tat')
+if v and (not validWindow(v[1]) or v[2] >= maxStateUnix * 1000) then v = corrupt(outOfRange) end
+if v then sw, tat = v[1], v[2] end
 if sw ~= 0 and sw ~= w then return {1, sw} end
 local interval = math.floor((w * 1000 + limit - 1) / limit)
 tat = math.max(tat, nowms)

@@ -219,37 +219,29 @@ func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time
 	return s.fail.Fail(ctx, slog.String("key", rkey), r, key, now, err)
 }
 
+// take runs the script of r's algorithm on rkey and decides the hit from
+// its reply. A state the script replaced, as no rule could have written
+// it, is logged as a warning naming the key and the cause; the hit is
+// decided on the fresh state.
 func (s *Store) take(ctx context.Context, rkey string, r ratelab.Rule, now time.Time) (ratelab.Decision, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	w, skew := int64(r.Window/time.Second), int64(ratelab.MaxSkew/time.Second)
 	if r.Algorithm == ratelab.FixedWindow {
-		t := now.Unix()
-		var ignoreAt int64 // the count at which a hit is refused uncounted; 0: every hit counts
-		if r.Refusals == ratelab.IgnoreRefusals {
-			ignoreAt = r.Limit
-		}
-		vals, err := s.run(ctx, fixedWindow, rkey, t, t+w+skew, t+w, w+skew+1, ignoreAt)
-		switch {
-		case err != nil:
-			return ratelab.Decision{}, err
-		case len(vals) != 2:
-			return ratelab.Decision{}, fmt.Errorf("redisstore: script returned %v", vals)
-		case vals[0] == -1:
-			return ratelab.Decision{}, algorithm.FixedConflict(r, vals[1]-t)
-		}
-		return algorithm.FixedDecision(r, vals[0], vals[1], now), nil
+		return s.takeFixed(ctx, rkey, r, now)
 	}
+	w, skew := int64(r.Window/time.Second), int64(ratelab.MaxSkew/time.Second)
 	countRefused := 0
 	if r.Refusals == ratelab.CountRefusals {
 		countRefused = 1
 	}
-	vals, err := s.run(ctx, scripts[r.Algorithm], rkey, now.UnixMilli(), w, r.Limit, r.Burst, skew, countRefused)
+	vals, err := s.run(ctx, scripts[r.Algorithm], rkey, now.UnixMilli(), w, r.Limit, r.Burst, skew, countRefused, algorithm.MaxStateSize(r))
 	switch {
 	case err != nil:
 		return ratelab.Decision{}, err
 	case len(vals) == 2 && vals[0] == 1:
 		return ratelab.Decision{}, algorithm.WindowConflict(r, vals[1])
+	case len(vals) == 6 && vals[0] == 0:
+		s.replaced(rkey, vals[5])
 	case len(vals) != 5 || vals[0] != 0:
 		return ratelab.Decision{}, fmt.Errorf("redisstore: script returned %v", vals)
 	}
@@ -260,6 +252,48 @@ func (s *Store) take(ctx context.Context, rkey string, r ratelab.Rule, now time.
 		RetryAfter: algorithm.Millis(vals[3]),
 		ResetAfter: algorithm.Millis(vals[4]),
 	}, nil
+}
+
+// takeFixed runs the fixed-window script, whose reply is {count,
+// reset_at}, {count, reset_at, cause} for a replaced state, or {-1,
+// reset_at} for another rule's window.
+func (s *Store) takeFixed(ctx context.Context, rkey string, r ratelab.Rule, now time.Time) (ratelab.Decision, error) {
+	vals, err := s.run(ctx, fixedWindow, rkey, fixedArgs(r, now)...)
+	switch {
+	case err != nil:
+		return ratelab.Decision{}, err
+	case len(vals) == 3 && vals[0] >= 1:
+		s.replaced(rkey, vals[2])
+	case len(vals) != 2:
+		return ratelab.Decision{}, fmt.Errorf("redisstore: script returned %v", vals)
+	case vals[0] == -1:
+		return ratelab.Decision{}, algorithm.FixedConflict(r, vals[1]-now.Unix())
+	}
+	return algorithm.FixedDecision(r, vals[0], vals[1], now), nil
+}
+
+// fixedArgs are the fixed-window script's arguments for a hit of r at now,
+// in Unix seconds: now; the latest reset_at of r's own window (a new
+// window's, plus MaxSkew); a new window's reset_at; its expiry, in
+// seconds from now; the count at which a hit is refused uncounted (0:
+// every hit counts); and the latest reset_at any rule writes, MaxWindow
+// and MaxSkew from now — a window ending later is corrupt.
+func fixedArgs(r ratelab.Rule, now time.Time) []any {
+	t, w, skew := now.Unix(), int64(r.Window/time.Second), int64(ratelab.MaxSkew/time.Second)
+	var ignoreAt int64
+	if r.Refusals == ratelab.IgnoreRefusals {
+		ignoreAt = r.Limit
+	}
+	return []any{t, t + w + skew, t + w, w + skew + 1, ignoreAt, t + int64(ratelab.MaxWindow/time.Second) + skew}
+}
+
+// replaced logs that the script replaced the state at rkey, for cause.
+func (s *Store) replaced(rkey string, cause int64) {
+	why, ok := causes[cause]
+	if !ok {
+		why = fmt.Sprintf("cause %d", cause)
+	}
+	s.log.Warn("redisstore: replaced a corrupt state", "key", rkey, "cause", why)
 }
 
 // run runs script on key and, with WaitReplicas, WAIT after it on the same
