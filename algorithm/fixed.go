@@ -46,7 +46,9 @@ func (s Fixed) Take(r ratelab.Rule, now time.Time) (Fixed, ratelab.Decision, err
 		s = Fixed{ResetAt: t + w}
 	}
 	if r.Refusals == ratelab.IgnoreRefusals && s.Count >= r.Limit {
-		return s, decideFixed(r, s.Count+1, s.ResetAt, nowMs), nil // refused, not counted
+		// Refused, not counted; a hostile count cannot overflow into an
+		// allowance.
+		return s, decideFixed(r, min(s.Count, maxFixedCount-1)+1, s.ResetAt, nowMs), nil
 	}
 	s.Count = min(max(s.Count, 0), maxFixedCount-1) + 1
 	return s, decideFixed(r, s.Count, s.ResetAt, nowMs), nil

@@ -1,6 +1,7 @@
 package algorithm_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -75,5 +76,21 @@ func TestMaxStateSizeBoundsEveryRuleOfTheAlgorithm(t *testing.T) {
 	}
 	if got, want := len(s.Append(nil)), algorithm.MaxStateSize(r); got > want {
 		t.Errorf("a log at MaxLogLimit is %d bytes, more than MaxStateSize %d", got, want)
+	}
+}
+
+// A state's count of the largest int64, under a rule that does not count
+// refusals, was decided as count+1: an overflow into a negative count, and
+// the hit allowed. It is refused.
+func TestHugeCountIsRefusedNotOverflowed(t *testing.T) {
+	r := ratelab.Rule{Name: "r", Limit: 5, Window: time.Hour, Refusals: ratelab.IgnoreRefusals}
+	now := time.Unix(1_780_000_000, 0)
+	old := algorithm.Fixed{Count: math.MaxInt64, ResetAt: now.Unix() + 60}.Append(nil)
+	res, err := algorithm.Take(nil, old, r, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Decision.Allowed || res.Decision.Remaining != 0 {
+		t.Errorf("count MaxInt64: allowed %v, remaining %d; want refused, 0", res.Decision.Allowed, res.Decision.Remaining)
 	}
 }
