@@ -170,22 +170,25 @@ func TestWindowTooFarAheadIsAConflict(t *testing.T) {
 	}
 }
 
-// Each failure to reach the state is checked under both policies: fail-open
-// lets the hit through uncounted and logs, fail-closed refuses and logs.
+// Each failure to reach the state is checked under every policy: fail-open
+// lets the hit through uncounted and logs, fail-closed refuses and logs,
+// fail-local decides in this process and logs.
 func checkPolicies(t *testing.T, breakIt func(t *testing.T, s *fixedfilestore.Store), wantCause string) {
 	t.Helper()
-	for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed} {
+	for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed, ratelab.FailLocal} {
 		t.Run("fail-"+policy.String(), func(t *testing.T) {
 			s, logs := newStore(t, fixedfilestore.Options{FailPolicy: policy, LockWait: 20 * time.Millisecond})
 			breakIt(t, s)
 			h, err := s.TakeAt(context.Background(), rule, storetest.Key, t0)
-			if policy == ratelab.FailOpen {
+			if policy != ratelab.FailClosed {
 				require.NoError(t, err)
 				assert.True(t, h.Allowed)
 				assert.Equal(t, int64(29), h.Remaining)
-				require.Error(t, h.NotCounted, "fail-open must say the hit was not counted")
+				require.Error(t, h.NotCounted, "fail-%v must say the hit was not counted", policy)
 				assert.Contains(t, h.NotCounted.Error(), wantCause)
-				assert.Contains(t, logs.String(), "hit not counted (fail-open)")
+				assert.Equal(t, policy == ratelab.FailLocal, h.Local)
+				assert.Contains(t, logs.String(), map[ratelab.FailPolicy]string{
+					ratelab.FailOpen: "hit not counted (fail-open)", ratelab.FailLocal: "decided by this process alone (fail-local)"}[policy])
 			} else {
 				require.ErrorIs(t, err, ratelab.ErrUnavailable)
 				assert.Contains(t, err.Error(), wantCause)

@@ -175,7 +175,7 @@ func TestContextEndsTheRoundTrip(t *testing.T) {
 }
 
 // A Redis that refuses connections, and one that accepts and never
-// answers: both policies, within the timeout.
+// answers: every policy, within the timeout.
 func TestRedisDownFollowsPolicy(t *testing.T) {
 	refused := func() string { // a port nobody listens on
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -186,7 +186,7 @@ func TestRedisDownFollowsPolicy(t *testing.T) {
 	}
 	silent := func() string { return silentServer(t) }
 	for name, addr := range map[string]func() string{"refused": refused, "silent": silent} {
-		for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed} {
+		for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed, ratelab.FailLocal} {
 			t.Run(name+"/fail-"+policy.String(), func(t *testing.T) {
 				c, err := redisstore.NewClient("redis://"+addr()+"/0", 100*time.Millisecond)
 				require.NoError(t, err)
@@ -198,12 +198,17 @@ func TestRedisDownFollowsPolicy(t *testing.T) {
 				start := time.Now()
 				h, err := s.TakeAt(context.Background(), storetest.Original, storetest.Key, t0)
 				assert.Less(t, time.Since(start), 2*time.Second, "bounded by the timeout")
-				if policy == ratelab.FailOpen {
+				switch policy {
+				case ratelab.FailOpen:
 					require.NoError(t, err)
 					assert.Error(t, h.NotCounted)
 					assert.True(t, h.Allowed)
 					assert.Contains(t, logs.String(), "hit not counted (fail-open)")
-				} else {
+				case ratelab.FailLocal:
+					require.NoError(t, err)
+					assert.True(t, h.Local && h.Allowed, "decided in this process: %+v", h)
+					assert.Contains(t, logs.String(), "decided by this process alone (fail-local)")
+				default:
 					assert.ErrorIs(t, err, ratelab.ErrUnavailable)
 					assert.Contains(t, logs.String(), "hit refused (fail-closed)")
 				}
