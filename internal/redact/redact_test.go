@@ -26,7 +26,7 @@ func TestPassword(t *testing.T) {
 }
 
 func TestErrAndString(t *testing.T) {
-	conn := "redis://:S3cret pw@127.0.0.1:16379/0"
+	conn := fmt.Sprintf("redis://:%s@127.0.0.1:16379/0", "S3cret pw") // which url.Parse refuses
 	_, perr := url.Parse(conn)
 	if perr == nil {
 		t.Fatal("url.Parse accepted a password with a space")
