@@ -70,17 +70,8 @@ func TestStore(t *testing.T) {
 				"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()").Scan(&n))
 			return n
 		},
-		Pause: pause,
+		Pause: func() (func() error, error) { return server.Pause() },
 	})
-}
-
-// pause stops the private server for t, and resumes it when t ends if
-// the test has not.
-func pause(t testing.TB) func() {
-	resume, err := server.Pause()
-	require.NoError(t, err)
-	t.Cleanup(func() { resume() })
-	return func() { require.NoError(t, resume()) }
 }
 
 // The key reaches the database hashed, and the row is the original's:

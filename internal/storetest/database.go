@@ -147,7 +147,7 @@ type Database struct {
 	// Sessions counts the server's client sessions other than its own.
 	Sessions func(t testing.TB, dsn string) int64
 	// Pause stops the server with SIGSTOP and returns what resumes it.
-	Pause func(t testing.TB) (resume func())
+	Pause func() (resume func() error, err error)
 }
 
 var prefixes atomic.Int64

@@ -26,9 +26,11 @@ func late(t *testing.T, d Database) {
 	s := open(o)
 	require.NoError(t, s.CheckServer(context.Background()))
 	Take(t, s, Original, Key, T0) // count 1, and a connection idle in the pool
-	resume := d.Pause(t)
-	_, err := s.TakeAt(context.Background(), Original, Key, T0) // sent, and waiting in the kernel
-	resume()
+	resume, err := d.Pause()
+	require.NoError(t, err)
+	t.Cleanup(func() { resume() })                             // if the test stops early
+	_, err = s.TakeAt(context.Background(), Original, Key, T0) // sent, and waiting in the kernel
+	require.NoError(t, resume())
 	require.ErrorIs(t, err, ratelab.ErrUnavailable, "the hit was reported failed")
 	// The client dropped its connection; the server reads the statement
 	// still in its buffer, runs it, and only then sees the connection is
