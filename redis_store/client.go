@@ -1,0 +1,98 @@
+package redisstore
+
+import (
+	"cmp"
+	"fmt"
+	neturl "net/url"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/internal/hostport"
+	"github.com/ratelab/ratelab/internal/redact"
+)
+
+// NewClient returns a client for a redis:// URL with timeouts suited to a
+// rate limiter: timeout applies to every command (ContextTimeoutEnabled),
+// dials give up after the same time, and neither failed commands nor
+// refused dials are retried — a limiter must answer quickly, not
+// eventually, and a refused connection (nobody listening) is an outage
+// for the fail policy at once, where go-redis would dial five times, 100
+// ms apart.
+//
+// A URL with addr parameters names a Redis Cluster, in go-redis's
+// ParseClusterURL form — redis://host1:port1?addr=host2:port2&addr=host3:port3
+// — and gets a cluster client, which follows MOVED and ASK redirects (up
+// to three) while slots move. Every script of the store touches one key,
+// so one hash slot, as a cluster requires.
+//
+// A URL with a master_name parameter names Sentinels, in go-redis's
+// ParseFailoverURL form — redis://sentinel1:26379/0?master_name=mymaster
+// (more sentinels as addr parameters) — and gets a failover client, which
+// asks the sentinels for the current primary and follows a failover.
+func NewClient(url string, timeout time.Duration) (redis.UniversalClient, error) {
+	timeout = cmp.Or(max(timeout, 0), DefaultTimeout)
+	switch {
+	case isSentinelURL(url):
+		opts, err := redis.ParseFailoverURL(url)
+		if err == nil {
+			err = checkAddrs("tcp", opts.SentinelAddrs...)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: %w", redact.Err(err, url))
+		}
+		opts.ContextTimeoutEnabled = true
+		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = timeout, timeout, timeout
+		opts.MaxRetries, opts.DialerRetries = -1, 1
+		return redis.NewFailoverClient(opts), nil
+	case isClusterURL(url):
+		opts, err := redis.ParseClusterURL(url)
+		if err == nil {
+			err = checkAddrs("tcp", opts.Addrs...)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: %w", redact.Err(err, url))
+		}
+		opts.ContextTimeoutEnabled = true
+		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = timeout, timeout, timeout
+		opts.MaxRetries, opts.DialerRetries = -1, 1
+		return redis.NewClusterClient(opts), nil
+	}
+	opts, err := redis.ParseURL(url)
+	if err == nil {
+		err = checkAddrs(opts.Network, opts.Addr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: %w", redact.Err(err, url))
+	}
+	opts.ContextTimeoutEnabled = true
+	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = timeout, timeout, timeout
+	opts.MaxRetries, opts.DialerRetries = -1, 1
+	return redis.NewClient(opts), nil
+}
+
+// isSentinelURL reports whether url names Sentinels (master_name=).
+func isSentinelURL(raw string) bool {
+	u, err := neturl.Parse(raw)
+	return err == nil && u.Query().Has("master_name")
+}
+
+// isClusterURL reports whether url names more than one node (addr=).
+func isClusterURL(raw string) bool {
+	u, err := neturl.Parse(raw)
+	return err == nil && u.Query().Has("addr")
+}
+
+// checkAddrs reports the first of addrs that is not a usable host:port;
+// a Unix socket's path is not checked.
+func checkAddrs(network string, addrs ...string) error {
+	if network == "unix" {
+		return nil
+	}
+	for _, a := range addrs {
+		if err := hostport.Check(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
