@@ -5,7 +5,7 @@ GO ?= go
 PKGS := ./...
 
 .PHONY: all test fmt-check tidy-check vet staticcheck cross test-race demo demo-broken demo-fixed demo-race \
-	demo-boundary demo-redis demo-db figures serve-broken serve-fixed bench bench-peers docs fuzz bin/ratelab
+	demo-boundary demo-fail demo-redis demo-db figures serve-broken serve-fixed bench bench-peers docs fuzz bin/ratelab
 
 # The demos' workload: enough requests that a pool of 4 shows its 4 × 30.
 DEMO_FLAGS ?= -requests 130 -limit 30 -window 1h -workers 4 -concurrency 8
@@ -48,7 +48,7 @@ bin/ratelab:
 	$(GO) build -o $@ ./harness/cmd/ratelab
 
 ## demo: every demonstration; exits non-zero if any observation differs from its claim
-demo: demo-broken demo-fixed demo-race demo-boundary
+demo: demo-broken demo-fixed demo-fail demo-race demo-boundary
 	@if command -v redis-server >/dev/null; then $(MAKE) --no-print-directory demo-redis; \
 	else echo "== demo-redis skipped: redis-server not found (install: apt-get install redis-server)"; fi
 	@if bin/ratelab db -check >/dev/null 2>&1; then $(MAKE) --no-print-directory demo-db; \
@@ -63,6 +63,11 @@ demo-broken: bin/ratelab
 demo-fixed: bin/ratelab
 	@echo "== demo-fixed: the flock(2) file store under the same three models"
 	@bin/ratelab demo -store file $(DEMO_FLAGS)
+
+## demo-fail: a shared store that cannot answer, under fail-local: the in-memory lesson again
+demo-fail: bin/ratelab
+	@echo "== demo-fail: fail-local with the shared store out — each process decides alone"
+	@bin/ratelab demo -outage local $(DEMO_FLAGS)
 
 ## demo-race: lost updates, torn reads and lock-file pitfalls, choreographed across processes
 demo-race: bin/ratelab

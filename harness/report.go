@@ -280,7 +280,11 @@ func runRows(ctx context.Context, rep Report, rows []modelStore, app App, worker
 			if progress != nil {
 				fmt.Fprintf(progress, "running %s / %s / %s …\n", r.model, r.store, modeName(mode))
 			}
-			row, err := Run(ctx, Scenario{Model: r.model, App: a, Workers: workers, Workload: mode, Outage: rep.Outage})
+			s := Scenario{Model: r.model, App: a, Workers: workers, Workload: mode, Outage: rep.Outage}
+			if rep.Outage {
+				s.Stderr = io.Discard // a warning per hit, each the fail policy doing its job
+			}
+			row, err := Run(ctx, s)
 			if err != nil {
 				return rep, err
 			}
