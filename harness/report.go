@@ -300,4 +300,3 @@ func modeName(w Workload) string {
 	}
 	return "one by one"
 }
-

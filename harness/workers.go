@@ -2,10 +2,10 @@ package harness
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
-	"net/url"
 
 	"golang.org/x/sync/errgroup"
 
