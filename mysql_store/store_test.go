@@ -3,6 +3,8 @@ package mysqlstore_test
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -72,6 +74,31 @@ func TestStore(t *testing.T) {
 			require.NoError(t, open(t, dsn, 5*time.Second).QueryRow(
 				"SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND USER = 'ratelab'").Scan(&n))
 			return n
+		},
+		Fill: func(t testing.TB, dsn string) func() {
+			cfg, err := mysql.ParseDSN(dsn)
+			require.NoError(t, err)
+			connector, err := mysql.NewConnector(cfg)
+			require.NoError(t, err)
+			var conns []driver.Conn
+			release := func() {
+				for _, c := range conns {
+					c.Close()
+				}
+				conns = nil
+			}
+			t.Cleanup(release)
+			for len(conns) < 1000 {
+				c, err := connector.Connect(context.Background())
+				var me *mysql.MySQLError
+				if errors.As(err, &me) && me.Number == 1040 {
+					return release
+				}
+				require.NoError(t, err)
+				conns = append(conns, c)
+			}
+			t.Fatal("the server took 1000 connections")
+			return nil
 		},
 		Pause: func() (func() error, error) { return server.Pause() },
 	})

@@ -2,9 +2,12 @@ package postgresstore_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -69,6 +72,28 @@ func TestStore(t *testing.T) {
 			require.NoError(t, open(t, dsn, 5*time.Second).QueryRow(context.Background(),
 				"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()").Scan(&n))
 			return n
+		},
+		Fill: func(t testing.TB, dsn string) func() {
+			ctx := context.Background()
+			var conns []*pgx.Conn
+			release := func() {
+				for _, c := range conns {
+					c.Close(ctx)
+				}
+				conns = nil
+			}
+			t.Cleanup(release)
+			for len(conns) < 1000 {
+				c, err := pgx.Connect(ctx, dsn)
+				var pe *pgconn.PgError
+				if errors.As(err, &pe) && pe.Code == "53300" {
+					return release
+				}
+				require.NoError(t, err)
+				conns = append(conns, c)
+			}
+			t.Fatal("the server took 1000 connections")
+			return nil
 		},
 		Pause: func() (func() error, error) { return server.Pause() },
 	})

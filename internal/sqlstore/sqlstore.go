@@ -173,6 +173,7 @@ func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.
 	}
 	d, err := step(tctx, h)
 	for try := 0; err != nil && b.Overloaded != nil && b.Overloaded(err); try++ {
+		b.Log.Debug(b.Pkg+": the server has no free connection: the hit waits its turn", "key", h.Key, "err", err)
 		if !pause(tctx, try) {
 			break
 		}

@@ -146,6 +146,10 @@ type Database struct {
 	Exec func(t testing.TB, dsn, q string)
 	// Sessions counts the server's client sessions other than its own.
 	Sessions func(t testing.TB, dsn string) int64
+	// Fill opens connections to the server at dsn until it turns one
+	// away for want of a free slot, keeps them, and returns what closes
+	// them.
+	Fill func(t testing.TB, dsn string) (release func())
 	// Pause stops the server with SIGSTOP and returns what resumes it.
 	Pause func() (resume func() error, err error)
 }
@@ -207,6 +211,7 @@ func RunDatabase(t *testing.T, d Database) {
 		wg.Wait()
 	})
 	t.Run("a hit the client gave up on is not counted later", func(t *testing.T) { late(t, d) })
+	t.Run("a server with no free connection is waited out, not failed", func(t *testing.T) { full(t, d) })
 	t.Run("rows no rule wrote are replaced, logged and decided", func(t *testing.T) { hostile(t, d) })
 	t.Run("an outage follows the policy", func(t *testing.T) {
 		open := d.Connect(t, d.Unreachable, 200*time.Millisecond)

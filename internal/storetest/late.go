@@ -3,6 +3,7 @@ package storetest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/internal/poll"
+	"github.com/ratelab/ratelab/internal/syncbuf"
 )
 
 // late checks the finding of a phantom count: a hit whose statement
@@ -84,4 +86,40 @@ func hostile(t *testing.T, d Database) {
 			assert.Equal(t, 1, strings.Count(logs.String(), "replaced a corrupt state"), "one warning: %s", logs.String())
 		})
 	}
+}
+
+// full checks the finding that load opened the door: a server that turned
+// connections away for want of free ones ("Too many connections") made
+// every hit fail open. A fail-closed hit on a full server must wait its
+// turn — the store says so in a debug line — and be decided once a slot is
+// free, within its timeout.
+func full(t *testing.T, d Database) {
+	o := Options{Prefix: fmt.Sprintf("t%d_", prefixes.Add(1)), Timeout: 10 * time.Second, Policy: ratelab.FailClosed}
+	require.NoError(t, d.Connect(t, d.DSN, 10*time.Second)(o).CheckServer(context.Background()))
+	logs := &syncbuf.Buffer{}
+	o.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s := d.Connect(t, d.DSN, 10*time.Second)(o) // a pool with no connection yet
+	release := d.Fill(t, d.DSN)
+	type result struct {
+		d   ratelab.Decision
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		dec, err := s.TakeAt(context.Background(), Original, Key, T0)
+		done <- result{dec, err}
+	}()
+	err := poll.Until(10*time.Second, 5*time.Millisecond, func() error {
+		if !strings.Contains(logs.String(), "no free connection") {
+			return errors.New("the hit has not been turned away yet")
+		}
+		return nil
+	})
+	release()
+	require.NoError(t, err)
+	got := <-done
+	require.NoError(t, got.err, "a full server is load, not an outage")
+	assert.True(t, got.d.Allowed)
+	assert.NoError(t, got.d.NotCounted)
+	assert.Equal(t, int64(28), Take(t, s, Original, Key, T0).Remaining, "the waiting hit was counted once")
 }
