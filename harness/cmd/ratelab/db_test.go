@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,7 +10,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/sqltest"
+	"github.com/ratelab/ratelab/internal/storetest"
+	mysqlstore "github.com/ratelab/ratelab/mysql_store"
+	postgresstore "github.com/ratelab/ratelab/postgres_store"
 )
 
 // databases are the private servers of these tests, one of each, started
@@ -85,4 +91,48 @@ func TestDBDemo(t *testing.T) {
 	assert.Contains(t, stdout, "PASS: every row shows what the demo claims")
 	assert.Contains(t, stdout, "MariaDB: read, then write: two statements                   1 of 2 hits lost")
 	assert.Contains(t, stdout, "PostgreSQL: lock row committed, holder killed")
+}
+
+// The finding: ratelab db, pointed at a database, ran DELETE FROM
+// ratelab_fixed and dropped lesson tables there — a planted row was gone.
+// It refuses a database that holds the store's live tables unless told,
+// and even then writes its own tables only.
+func TestDBKeepsToItsOwnTables(t *testing.T) {
+	if !sqltest.MariaDBAvailable() || !sqltest.PostgresAvailable() {
+		t.Skip("needs MariaDB and PostgreSQL: install them with " + sqltest.MariaDBInstallHint + "; " + sqltest.PostgresInstallHint)
+	}
+	my, pg := sqltest.MariaDBForTest(t).DSN, sqltest.PostgresForTest(t).DSN
+	live := func(store, dsn string) ratelab.Store { // a store in use, with the default tables and one row
+		a := harness.App{Store: store, DSN: dsn, Limit: 30, Window: time.Hour}
+		_, err := a.CheckDatabase(context.Background())
+		require.NoError(t, err)
+		s, err := map[string]func() (ratelab.Store, error){
+			"mysql": func() (ratelab.Store, error) {
+				db, err := mysqlstore.OpenDB(dsn, 0, 1)
+				require.NoError(t, err)
+				t.Cleanup(func() { db.Close() })
+				return mysqlstore.New(db, mysqlstore.Options{})
+			},
+			"postgres": func() (ratelab.Store, error) {
+				pool, err := postgresstore.OpenPool(dsn, 0, 1)
+				require.NoError(t, err)
+				t.Cleanup(pool.Close)
+				return postgresstore.New(pool, postgresstore.Options{})
+			},
+		}[store]()
+		require.NoError(t, err)
+		storetest.Take(t, s, storetest.Original, storetest.Key, storetest.T0)
+		return s
+	}
+	stores := map[string]ratelab.Store{"mysql": live("mysql", my), "postgres": live("postgres", pg)}
+
+	code, _, stderr := cli("db", "-mysql", my, "-postgres", pg, "-requests", "40", "-stable", "-at", "2026-07-09T00:00:00Z")
+	assert.Equal(t, 2, code, stderr)
+	assert.Contains(t, stderr, "holds ratelab's live tables")
+	code, stdout, stderr := cli("db", "-mysql", my, "-postgres", pg, "-force", "-requests", "40", "-stable", "-at", "2026-07-09T00:00:00Z")
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	for name, s := range stores {
+		assert.Equal(t, int64(28), storetest.Take(t, s, storetest.Original, storetest.Key, storetest.T0).Remaining,
+			"%s: the planted row kept its count", name)
+	}
 }
