@@ -6,7 +6,7 @@
 // It uses database/sql with go-sql-driver/mysql, the driver Go programs
 // use for the MySQL protocol; OpenDB sets it up for a limiter (interpolated
 // parameters, so that a hit is one round trip and not a prepare, an
-// execute and a close; short timeouts; a short InnoDB lock wait).
+// execute and a close; short timeouts; an InnoDB lock wait no shorter than the hit may take).
 //
 // # The fixed window is one statement
 //

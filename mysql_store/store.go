@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -70,9 +71,9 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 // user:password@tcp(host:port)/dbname, and does not connect: parameters
 // interpolated by the client (one round trip per statement), connect,
 // read and write timeouts of timeout (0: DefaultTimeout), an InnoDB lock
-// wait of 1 s (the server's unit), and at most maxConns connections open
-// at once (0: DefaultMaxConns), kept idle for the hits to come; a hit
-// waits its turn for one. Size maxConns so that the processes sharing the
+// wait as long as the timeout (whole seconds, the server's unit), and at
+// most maxConns connections open at once (0: DefaultMaxConns), kept idle
+// for the hits to come; a hit waits its turn for one. Size maxConns so that the processes sharing the
 // server, together, stay below what Connections reports: a server that
 // turns connections away is waited out, but only within the timeout.
 //
@@ -99,7 +100,10 @@ func OpenDB(dsn string, timeout time.Duration, maxConns int) (*sql.DB, error) {
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
 	}
-	cfg.Params["innodb_lock_wait_timeout"] = "1"
+	// InnoDB's lock wait, in whole seconds, must not end a hit before its
+	// timeout does (a row held a moment too long is load, not an outage):
+	// max_statement_time, below, ends it first.
+	cfg.Params["innodb_lock_wait_timeout"] = strconv.Itoa(max(1, int(math.Ceil(timeout.Seconds()))))
 	c, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("mysqlstore: %w", redact.Err(err, dsn))

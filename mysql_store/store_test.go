@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/internal/poll"
 	"github.com/ratelab/ratelab/internal/sqltest"
 	"github.com/ratelab/ratelab/internal/storetest"
 	mysqlstore "github.com/ratelab/ratelab/mysql_store"
@@ -154,3 +155,36 @@ func TestStoreUnderSimultaneousAssignment(t *testing.T) {
 }
 
 var prefixes atomic.Int64
+
+// The finding: InnoDB gave up a row lock wait after 1 s, half the hit's
+// 2 s, so a server stopped for a second turned into "Lock wait timeout
+// exceeded" and hits let through uncounted. A row held longer than a
+// second, but within the timeout, is waited for.
+func TestARowHeldPastASecondIsWaitedFor(t *testing.T) {
+	skipWithoutServer(t)
+	stores := connect(t, server.DSN, 4*time.Second)
+	o := storetest.Options{Prefix: fmt.Sprintf("held%d_", prefixes.Add(1)), Timeout: 4 * time.Second, Policy: ratelab.FailClosed}
+	s := stores(o)
+	require.NoError(t, s.CheckServer(context.Background()))
+	storetest.Take(t, s, storetest.Original, storetest.Key, storetest.T0) // the row exists
+	tx, err := open(t, server.DSN, 5*time.Second).Begin()
+	require.NoError(t, err)
+	defer tx.Rollback()
+	var k string
+	require.NoError(t, tx.QueryRow("SELECT k FROM "+o.Prefix+"fixed FOR UPDATE").Scan(&k))
+	done := make(chan error, 1)
+	go func() { _, err := s.TakeAt(context.Background(), storetest.Original, storetest.Key, storetest.T0); done <- err }()
+	// InnoDB refreshes INNODB_TRX only when it has not been read for 0.1 s.
+	waited := open(t, server.DSN, 5*time.Second)
+	require.NoError(t, poll.Until(10*time.Second, 150*time.Millisecond, func() error {
+		var ms int64
+		err := waited.QueryRow(`SELECT COALESCE(MAX(TIMESTAMPDIFF(MICROSECOND, trx_wait_started, NOW(6))) DIV 1000, 0)
+FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'`).Scan(&ms)
+		if err == nil && ms < 1500 {
+			err = fmt.Errorf("waiting %d ms", ms)
+		}
+		return err
+	}))
+	require.NoError(t, tx.Rollback())
+	assert.NoError(t, <-done, "a row held 1.5 s, within a 4 s timeout, is load")
+}

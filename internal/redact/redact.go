@@ -78,8 +78,8 @@ func replace(s, pw string) string {
 			continue
 		}
 		s = strings.ReplaceAll(s, ":"+f+"@", ":"+Mask+"@")
-		s = strings.ReplaceAll(s, "password='"+f+"'", "password='"+Mask+"'")
-		s = strings.ReplaceAll(s, "password="+f, "password="+Mask)
+		kv := regexp.MustCompile(`(password\s*=\s*'?)` + regexp.QuoteMeta(f))
+		s = kv.ReplaceAllString(s, "${1}"+Mask)
 	}
 	return s
 }

@@ -48,6 +48,14 @@ func TestErrAndString(t *testing.T) {
 	if got := Err(short, "postgres://u:p@127.0.0.1:99999/db").Error(); got != "cannot parse `postgres://u:xxxxx@127.0.0.1:99999/db`: invalid port" {
 		t.Errorf("a one-letter password masked %q", got)
 	}
+	spaced := errors.New("cannot parse `host=h password = SeKrIt dbname=x`: invalid port")
+	if got := Err(spaced, "host=h password = SeKrIt dbname=x").Error(); strings.Contains(got, "SeKrIt") {
+		t.Errorf("password with spaces around = left in %q", got)
+	}
+	tab := errors.New("cannot parse `host=h password\t=SeKrIt`")
+	if got := Err(tab, "host=h password\t=SeKrIt").Error(); strings.Contains(got, "SeKrIt") {
+		t.Errorf("password after a tab left in %q", got)
+	}
 	kv := errors.New("bad: host=h password='a b' x")
 	if got := Err(kv, "host=h password='a b'").Error(); strings.Contains(got, "a b") {
 		t.Errorf("key=value password left in %q", got)
