@@ -12,6 +12,7 @@ import (
 	"net/http/cgi"
 	"net/http/httputil"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -129,6 +130,15 @@ func (cfg *Config) check() error {
 	}
 	if (cfg.Model == Pool || cfg.Model == TwoHosts) && (cfg.Workers <= 0 || cfg.Workers > MaxWorkers) {
 		return fmt.Errorf("harness: workers %d must be from 1 to %d", cfg.Workers, MaxWorkers)
+	}
+	if cfg.App.Dir != "" {
+		// CGI children run in the temporary directory: a relative
+		// directory would name another one there.
+		dir, err := filepath.Abs(cfg.App.Dir)
+		if err != nil {
+			return fmt.Errorf("harness: %w", err)
+		}
+		cfg.App.Dir = dir
 	}
 	if cfg.Exe == "" {
 		exe, err := os.Executable()

@@ -185,3 +185,32 @@ func TestServeBehindATrustedProxy(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr.String(), "no Header", "trusted proxies without the header they write: %s", stderr.String())
 }
+
+// The finding: serve -model cgi with a relative -dir checked the directory
+// it was given, then its CGI processes — which run in the temporary
+// directory — kept their state in another one of that name there. Every
+// process now uses the directory that was checked.
+func TestServeCGIWithARelativeDir(t *testing.T) {
+	base := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(base, "state"), 0o700))
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe, "serve", "-model", "cgi", "-store", "file", "-dir", "state", "-limit", "2", "-addr", "127.0.0.1:0")
+	cmd.Dir, cmd.Env = base, append(os.Environ(), envRunCLI+"=1")
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGINT); cmd.Wait() })
+	url, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	var got []int
+	for range 3 {
+		resp, err := http.Post(strings.TrimSpace(url), "", nil)
+		require.NoError(t, err)
+		resp.Body.Close()
+		got = append(got, resp.StatusCode)
+	}
+	assert.Equal(t, []int{200, 200, 429}, got)
+	files, _ := filepath.Glob(filepath.Join(base, "state", "rate-limits", "*.json"))
+	assert.Len(t, files, 1, "the state is in the directory given, relative to where serve ran")
+}
