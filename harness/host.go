@@ -13,6 +13,7 @@ import (
 	"net/http/httputil"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -189,15 +190,32 @@ func (h *Host) start() (http.Handler, error) {
 		front = h.roundRobin()
 	case CGI:
 		h.cgiErrs = &syncbuf.Buffer{Tee: cfg.Stderr, Limit: 64 << 10}
-		front = &cgi.Handler{
+		front = dropUnderscored(&cgi.Handler{
 			Path:   cfg.Exe,
 			Dir:    os.TempDir(),
 			Env:    append(childproc.Env(roleCGI), cfg.App.env()...),
 			Stderr: h.cgiErrs,
 			Logger: log.New(h.cgiErrs, "cgi host: ", 0),
-		}
+		})
 	}
 	return front, nil
+}
+
+// dropUnderscored drops every request header whose name holds an
+// underscore before next sees it, as Apache httpd 2.4 and nginx do for
+// their CGI and FastCGI programs. CGI hands a header to its program as
+// HTTP_ and the name with '-' turned into '_', so X_Forwarded_For and
+// X-Forwarded-For become one variable, and a client could overwrite the
+// one a trusted proxy wrote.
+func dropUnderscored(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for name := range r.Header {
+			if strings.Contains(name, "_") {
+				r.Header.Del(name)
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // roundRobin is the pool's front: each request goes to the next worker, as

@@ -58,6 +58,14 @@ type Client struct {
 	// error rather than guess — and unread without them; any other name
 	// is an error either way. A proxy that passes on a header it does not
 	// write lets any client fill it, so name only the one yours write.
+	//
+	// Under CGI a header reaches the program as HTTP_ and its name with
+	// '-' turned into '_': a client's X_Forwarded_For and the proxy's
+	// X-Forwarded-For become one variable, and the web server decides
+	// which one the program sees. Apache httpd 2.4 and nginx drop header
+	// names that hold '_', and so does ratelab serve's CGI host; where the
+	// web server does not (lighttpd 1.4 passes them), name Forwarded,
+	// which has no '-' to collide with, or have the proxy drop them.
 	Header string
 }
 

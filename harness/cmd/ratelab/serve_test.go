@@ -214,3 +214,26 @@ func TestServeCGIWithARelativeDir(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(base, "state", "rate-limits", "*.json"))
 	assert.Len(t, files, 1, "the state is in the directory given, relative to where serve ran")
 }
+
+// The finding: under CGI, a header X_Forwarded_For reaches the program as
+// HTTP_X_FORWARDED_FOR, the variable X-Forwarded-For becomes, and could
+// replace the address a trusted proxy wrote — a fresh bucket for most
+// requests. serve's CGI host drops headers with underscores, as Apache
+// and nginx do.
+func TestServeCGIDropsUnderscoredHeaders(t *testing.T) {
+	url, code, stderr := startServe(t, "", "-model", "cgi", "-store", "file", "-limit", "3", "-addr", "127.0.0.1:0",
+		"-trusted-proxies", "127.0.0.0/8", "-forwarded-header", "X-Forwarded-For")
+	require.NotEmpty(t, url, "serve exited %d: %s", code, stderr.String())
+	var got []int
+	for i := range 8 {
+		req, err := http.NewRequest("POST", url, nil)
+		require.NoError(t, err)
+		req.Header.Set("X-Forwarded-For", "203.0.113.9")                          // as the proxy wrote it
+		req.Header["X_Forwarded_For"] = []string{fmt.Sprintf("198.51.100.%d", i)} // as the client sent it
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		got = append(got, resp.StatusCode)
+	}
+	assert.Equal(t, []int{200, 200, 200, 429, 429, 429, 429, 429}, got)
+}
