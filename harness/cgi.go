@@ -26,10 +26,12 @@ var ErrNotCGI = errors.New("not under a CGI server (GATEWAY_INTERFACE is unset):
 //
 // Every process prepares the store as serve does once at start: a
 // database store's tables are created if they are missing. A
-// configuration error (an unusable state directory, an invalid rule,
-// refused credentials) is answered 500 with a body that names no detail,
-// and a one-line reason goes to stderr, which the web server writes to
-// its error log; passwords are masked there too.
+// configuration error (an unusable state directory, an invalid rule, a
+// database that refuses the credentials) is answered 500 with a body that
+// names no detail, and a one-line reason goes to stderr, which the web
+// server writes to its error log; passwords are masked there too. Redis
+// is not asked before the hit (a round trip per request): credentials it
+// refuses are found by the hit, answered 503, and never let through.
 func ServeCGI(a App, stderr io.Writer) error {
 	if os.Getenv("GATEWAY_INTERFACE") == "" {
 		return ErrNotCGI

@@ -64,7 +64,7 @@ type Client struct {
 	// X-Forwarded-For become one variable, and the web server decides
 	// which one the program sees. Apache httpd 2.4 and nginx drop header
 	// names that hold '_', and so does ratelab serve's CGI host; where the
-	// web server does not (lighttpd 1.4 passes them), name Forwarded,
+	// web server does not (lighttpd 1.4.69 passes them), name Forwarded,
 	// which has no '-' to collide with, or have the proxy drop them.
 	Header string
 }

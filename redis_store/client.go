@@ -2,8 +2,10 @@ package redisstore
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	neturl "net/url"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -95,4 +97,21 @@ func checkAddrs(network string, addrs ...string) error {
 		}
 	}
 	return nil
+}
+
+// refused reports whether err is Redis refusing the client's settings: a
+// wrong password or user, a user without the right, a database index out
+// of range. The hit's round trip did not fail; the configuration did.
+func refused(err error) bool {
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
+		return false
+	}
+	msg := rerr.Error()
+	for _, p := range []string{"WRONGPASS", "NOAUTH", "NOPERM", "ERR AUTH", "ERR invalid DB index", "ERR DB index is out of range"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }

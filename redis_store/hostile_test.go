@@ -36,6 +36,10 @@ var (
 // minute.
 var hitAt = t0.Add(10 * time.Second)
 
+// years500 is 500 years of 365 days, in seconds: a multiple of every
+// window the tests use.
+const years500 = int64(500 * 365 * 24 * 3600)
+
 // spoil writes a state to key, with no expiry.
 type spoil func(ctx context.Context, c *redis.Client, key string) error
 
@@ -99,6 +103,7 @@ func hostileFixed() []hostileCase {
 		{"reset_at a fraction", fixed3, hash("count", 1, "reset_at", fmt.Sprint(live)+".5")},
 		{"reset_at beyond any rule's window", fixed3, hash("count", 1, "reset_at", beyond)},
 		{"reset_at beyond any rule's, count negative", fixed3, hash("count", -1, "reset_at", beyond)},
+		{"reset_at 500 years ahead", fixed3, hash("count", 1, "reset_at", t+years500)},
 		{"reset_at zero", fixed3, hash("count", 1, "reset_at", 0)},
 		{"reset_at negative", fixed3, hash("count", 1, "reset_at", -5)},
 		{"expired, count not a number", fixed3, hash("count", "abc", "reset_at", t-10)},
@@ -128,6 +133,9 @@ func hostileSliding() []hostileCase {
 		{"window_start not a multiple", sliding3, state(60, ws+7, 1, 0)},
 		{"window_start negative", sliding3, state(60, -60, 1, 0)},
 		{"window_start inf", sliding3, state(60, "inf", 1, 0)},
+		{"window_start 500 years ahead", sliding3, state(60, ws+years500, 3, 0)},
+		{"window_start past MaxSkew", sliding3, state(60, ws+120, 3, 0)},
+		{"another window's start 500 years ahead", sliding3, state(3600, t-t%3600+years500, 1, 0)},
 	}
 }
 
@@ -136,6 +144,7 @@ func hostileLog() []hostileCase {
 	logOf := func(window string, ts ...string) spoil {
 		return str(`{"window":` + window + `,"ts":[` + strings.Join(ts, ",") + `]}`)
 	}
+	far, skewMs := ms+years500*1000, ratelab.MaxSkew.Milliseconds()
 	many := make([]string, ratelab.MaxLogLimit+1)
 	for i := range many {
 		many[i] = strconv.FormatInt(ms-int64(len(many)-i), 10)
@@ -160,6 +169,9 @@ func hostileLog() []hostileCase {
 		{"data after the object", log3, str(`{"window":60,"ts":[]}x`)},
 		{"more instants than any limit", log3, logOf("60", many...)},
 		{"larger than any state", log3, str(`{"window":60,"ts":[]}` + strings.Repeat(" ", algorithm.MaxStateSize(log3)))},
+		{"three instants 500 years ahead", log3, logOf("60", fmt.Sprint(far), fmt.Sprint(far+1), fmt.Sprint(far+2))},
+		{"an instant past MaxSkew", log3, logOf("60", fmt.Sprint(ms-5), fmt.Sprint(ms+skewMs+1))},
+		{"another window, an instant past MaxSkew", log3, logOf("3600", fmt.Sprint(ms+skewMs+1))},
 	}
 }
 
@@ -176,6 +188,9 @@ func hostileGCRA() []hostileCase {
 		{"window missing", gcra3, hash("tat", ms)},
 		{"window not a number", gcra3, hash("window", "abc", "tat", ms)},
 		{"window 0", gcra3, hash("window", 0, "tat", ms)},
+		{"tat 500 years ahead", gcra3, hash("window", 60, "tat", ms+years500*1000)},
+		{"tat 100000 s ahead of an hour's", gcra3, hash("window", 3600, "tat", ms+100000*1000)},
+		{"tat past three windows and MaxSkew", gcra3, hash("window", 60, "tat", ms+(3*60*1000+ratelab.MaxSkew.Milliseconds())+1)},
 	}
 }
 
@@ -242,6 +257,7 @@ type legitCase struct {
 func legitCases() []legitCase {
 	t, ms := hitAt.Unix(), hitAt.UnixMilli()
 	live, ws, hour := t+30, t-t%60, t-t%3600
+	skew := int64(ratelab.MaxSkew / time.Second)
 	last := t + int64((ratelab.MaxWindow+ratelab.MaxSkew)/time.Second)
 	fixed := func(r ratelab.Rule, count, resetAt any) legitCase {
 		return legitCase{"", r, hash("count", count, "reset_at", resetAt), fmt.Sprintf(`{"count":%v,"reset_at":%v}`, count, resetAt)}
@@ -275,6 +291,12 @@ func legitCases() []legitCase {
 		named("log, another rule's window", log(fmt.Sprintf(`{"window":3600,"ts":[%d]}`, ms-5))),
 		named("gcra, a lowered limit", gcra(60, ms+50000)),
 		named("gcra, another rule's window", gcra(3600, ms)),
+		named("sliding, a window begun MaxSkew ahead", sliding(60, ws+60, 3, 0)),
+		named("sliding, another rule's window begun MaxSkew ahead", sliding(1, t+skew, 1, 0)),
+		named("log, an instant MaxSkew ahead", log(fmt.Sprintf(`{"window":60,"ts":[%d,%d]}`, ms-5, ms+skew*1000))),
+		named("log, another rule's instant MaxSkew ahead", log(fmt.Sprintf(`{"window":3600,"ts":[%d]}`, ms+skew*1000))),
+		named("gcra, three windows and MaxSkew ahead", gcra(60, ms+(3*60+skew)*1000)),
+		named("gcra, another rule's, three of its windows and MaxSkew ahead", gcra(3600, ms+(3*3600+skew)*1000)),
 	}
 }
 

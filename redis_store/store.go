@@ -158,6 +158,11 @@ func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time
 		return d, nil
 	case errors.Is(err, ratelab.ErrRuleConflict):
 		return ratelab.Decision{}, fmt.Errorf("redisstore: %s: %w", rkey, err)
+	case refused(err):
+		// A wrong password or database is a configuration to fix, not an
+		// outage: under no policy is the hit let through for it.
+		s.log.Error("redisstore: redis refused the connection's settings", "key", rkey, "err", err)
+		return ratelab.Decision{}, fmt.Errorf("redisstore: %w: %w", ErrRefused, err)
 	}
 	return s.fail.Fail(ctx, slog.String("key", rkey), r, key, now, err)
 }

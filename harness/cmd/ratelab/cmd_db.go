@@ -21,10 +21,10 @@ import (
 // with files and with each database.
 func cmdDB(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("db", stdout)
-	mysqlDSN := f.String("mysql", "", "a MariaDB/MySQL database for the lessons, 'user:password@tcp(host:port)/db'; they create, empty and drop "+
-		"the tables "+lessonTables+" in it (default: start a private mariadbd)")
-	pgURL := f.String("postgres", "", "a PostgreSQL database for the lessons, postgres://user:password@host:port/db; they create, empty and drop "+
-		"the tables "+lessonTables+" in it (default: start a private postgres)")
+	mysqlDSN := f.String("mysql", "", "a MariaDB/MySQL database for the lessons, 'user:password@tcp(host:port)/db'; they create and empty "+
+		"the tables "+lessonTables+" in it, and leave them (default: start a private mariadbd)")
+	pgURL := f.String("postgres", "", "a PostgreSQL database for the lessons, postgres://user:password@host:port/db; they create and empty "+
+		"the tables "+lessonTables+" in it, and leave them (default: start a private postgres)")
 	force := f.Bool("force", false, "run the lessons even in a database that holds ratelab's live tables (ratelab_fixed, ratelab_state)")
 	requests := f.Int("requests", 130, "requests from one client address (> 0)")
 	conc := f.Int("concurrency", 8, "requests in flight in the burst; 1 sends only one by one")
@@ -77,8 +77,6 @@ func cmdDB(args []string, stdout, stderr io.Writer) (int, error) {
 			defer srv.Stop()
 			dsns[db.store] = srv.DSN
 		}
-		a := app
-		a.Store, a.DSN = db.store, dsns[db.store]
 		conn, err := sql.Open(databaselock.DriverName(db.dialect), dsns[db.store])
 		if err != nil {
 			return 0, usagef("-%s: %v", db.store, redact.Err(err, dsns[db.store]))
@@ -87,10 +85,14 @@ func cmdDB(args []string, stdout, stderr io.Writer) (int, error) {
 		if live, err := liveTables(ctx, conn, db.dialect); err != nil || live && !*force {
 			return 0, usagef("-%s: %v", db.store, cmp.Or(err, errLiveTables))
 		}
+		conns[db.store] = conn
+	}
+	for _, db := range dbs { // both databases checked before either is written
+		a := app
+		a.Store, a.DSN = db.store, dsns[db.store]
 		if _, err := a.CheckDatabase(ctx); err != nil { // creates the lesson store's tables
 			return 0, usagef("-%s: %v", db.store, err)
 		}
-		conns[db.store] = conn
 	}
 	var lessons []claim.Claim
 	for _, db := range dbs {
@@ -137,7 +139,7 @@ const (
 )
 
 var errLiveTables = errors.New("this database holds ratelab's live tables (ratelab_fixed or ratelab_state): " +
-	"the lessons create, empty and drop " + lessonTables + " in it; point the flag at a scratch database, or add -force")
+	"the lessons create and empty " + lessonTables + " in it, and leave them there; point the flag at a scratch database, or add -force")
 
 // liveTables reports whether the database of conn holds the tables of a
 // store in use, under the stores' default prefix.
