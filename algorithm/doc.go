@@ -15,6 +15,30 @@
 // it came at the state's own latest instant: it never resets, wipes or
 // shortens a window. Each step below says how.
 //
+// # No state lies further ahead than a rule writes
+//
+// A state's instants never lie further ahead of a hit than a rule's step
+// puts them, on a host whose clock runs up to [ratelab.MaxSkew] ahead of
+// the hit's. [Take] replaces a state that records a later one, as it
+// replaces one it cannot decode: no rule wrote it, and taking it as it is
+// would refuse the client, or fail every hit, until that instant, centuries
+// away for all the decoders know. Each bound follows from its step, for any
+// rule of the state's window (its limit may have changed since):
+//
+//   - fixed: reset_at ≤ now + MaxWindow + MaxSkew. A new window ends one
+//     window after its hit, and no window is longer than MaxWindow. One
+//     that ends beyond the hit's rule's window + MaxSkew but within the
+//     bound is another rule's: a conflict, as [Fixed.Take] says.
+//   - sliding: window_start ≤ now + MaxSkew. It is the writer's clock
+//     aligned down to the window, or the state's own.
+//   - log: every instant ≤ now + MaxSkew. A hit is recorded at the
+//     writer's clock, or at the state's latest instant.
+//   - gcra: tat ≤ now + 3 × window + MaxSkew. An allowed hit leaves tat at
+//     most burst × interval ahead, less than two windows (burst ≤ limit ≤
+//     the window in milliseconds and interval = ⌈window ÷ limit⌉, so
+//     burst × interval < window + limit); a counted refusal adds at most
+//     one window more.
+//
 // # Encodings
 //
 // Every state is one small JSON object. The fixed window's is the PHP

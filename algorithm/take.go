@@ -15,8 +15,10 @@ type Result struct {
 	// Take; nil when the state is to be left exactly as it was (a hit
 	// refused by an algorithm that does not record refusals).
 	State []byte
-	// Replaced is non-nil when the old state could not be decoded and the
-	// hit was taken on a fresh state instead; it says what was wrong.
+	// Replaced is non-nil when no rule could have written the old state —
+	// it cannot be decoded, or it records an instant further ahead of the
+	// hit than any rule writes — and the hit was taken on a fresh state
+	// instead; it says what was wrong.
 	Replaced error
 }
 
@@ -24,46 +26,26 @@ type Result struct {
 // when absent), and appends the new encoding to dst. r must be valid
 // (see ratelab.CheckHit). An error wraps ratelab.ErrRuleConflict: old
 // belongs to another rule of the same name, and must be left untouched.
+// A state no rule could have written — one that cannot be decoded, or
+// lies further ahead of now than any rule writes (see the package
+// documentation) — is replaced by a fresh one, on which the hit is
+// decided: Result.Replaced says why.
 func Take(dst, old []byte, r ratelab.Rule, now time.Time) (Result, error) {
 	r = r.Normalized()
-	var res Result
-	var err error
 	if n := MaxStateSize(r); len(old) > n {
 		return takeFresh(dst, r, now, fmt.Errorf("algorithm: state is larger than %d bytes", n))
 	}
+	var res Result
+	var err error
 	switch r.Algorithm {
 	case ratelab.FixedWindow:
-		prev, derr := DecodeFixed(old)
-		res.Replaced = derr
-		var st Fixed
-		st, res.Decision, err = prev.Take(r, now)
-		if st != prev || derr != nil || len(old) == 0 {
-			res.State = st.Append(dst)
-		}
+		res, err = takeFixed(dst, old, r, now)
 	case ratelab.SlidingCounter:
-		prev, derr := DecodeSliding(old)
-		res.Replaced = derr
-		var st Sliding
-		st, res.Decision, err = prev.Take(r, now)
-		if st != prev || derr != nil || len(old) == 0 {
-			res.State = st.Append(dst)
-		}
+		res, err = takeSliding(dst, old, r, now)
 	case ratelab.SlidingLog:
-		st, derr := DecodeLog(old)
-		res.Replaced = derr
-		var changed bool
-		st, res.Decision, changed, err = st.Take(r, now)
-		if changed {
-			res.State = st.Append(dst)
-		}
+		res, err = takeLog(dst, old, r, now)
 	case ratelab.GCRA:
-		st, derr := DecodeGCRA(old)
-		res.Replaced = derr
-		var changed bool
-		st, res.Decision, changed, err = st.Take(r, now)
-		if changed {
-			res.State = st.Append(dst)
-		}
+		res, err = takeGCRA(dst, old, r, now)
 	default:
 		return Result{}, fmt.Errorf("algorithm: unknown algorithm %q", r.Algorithm)
 	}
@@ -72,6 +54,77 @@ func Take(dst, old []byte, r ratelab.Rule, now time.Time) (Result, error) {
 	}
 	res.Decision.Rule = r
 	return res, nil
+}
+
+// takeFixed is Take of a fixed window. The state is written back when it
+// changed, was replaced or was absent.
+func takeFixed(dst, old []byte, r ratelab.Rule, now time.Time) (res Result, err error) {
+	prev, derr := DecodeFixed(old)
+	if derr == nil {
+		if derr = prev.ahead(now.Unix()); derr != nil {
+			prev = Fixed{}
+		}
+	}
+	var st Fixed
+	st, res.Decision, err = prev.Take(r, now)
+	if st != prev || derr != nil || len(old) == 0 {
+		res.State = st.Append(dst)
+	}
+	res.Replaced = derr
+	return res, err
+}
+
+// takeSliding is Take of a sliding-window counter, written back as
+// takeFixed's.
+func takeSliding(dst, old []byte, r ratelab.Rule, now time.Time) (res Result, err error) {
+	prev, derr := DecodeSliding(old)
+	if derr == nil {
+		if derr = prev.ahead(now.Unix()); derr != nil {
+			prev = Sliding{}
+		}
+	}
+	var st Sliding
+	st, res.Decision, err = prev.Take(r, now)
+	if st != prev || derr != nil || len(old) == 0 {
+		res.State = st.Append(dst)
+	}
+	res.Replaced = derr
+	return res, err
+}
+
+// takeLog is Take of a sliding log. A fresh log's hit is always allowed,
+// so a replaced state is always written back.
+func takeLog(dst, old []byte, r ratelab.Rule, now time.Time) (res Result, err error) {
+	st, derr := DecodeLog(old)
+	if derr == nil {
+		if derr = st.ahead(now.UnixMilli()); derr != nil {
+			st = Log{}
+		}
+	}
+	var changed bool
+	st, res.Decision, changed, err = st.Take(r, now)
+	if changed {
+		res.State = st.Append(dst)
+	}
+	res.Replaced = derr
+	return res, err
+}
+
+// takeGCRA is Take of GCRA; a replaced state is written back as takeLog's.
+func takeGCRA(dst, old []byte, r ratelab.Rule, now time.Time) (res Result, err error) {
+	st, derr := DecodeGCRA(old)
+	if derr == nil {
+		if derr = st.ahead(now.UnixMilli()); derr != nil {
+			st = GCRAState{}
+		}
+	}
+	var changed bool
+	st, res.Decision, changed, err = st.Take(r, now)
+	if changed {
+		res.State = st.Append(dst)
+	}
+	res.Replaced = derr
+	return res, err
 }
 
 // takeFresh takes the hit on the absent state, reporting why the old one

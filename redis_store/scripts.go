@@ -28,7 +28,9 @@ import (
 //
 // A state no rule could have written — a key of another type, a field
 // missing or not a decimal integer, a value out of the range its Decode
-// function in package algorithm accepts, a log that is not such JSON — is
+// function in package algorithm accepts, an instant further ahead of the
+// hit than any rule writes (package algorithm's bounds, MaxSkew included),
+// a log that is not such JSON — is
 // deleted and the hit taken on a fresh state, and the reply gains one
 // element, the cause (see causes): never a script error, which would fail
 // every hit of the key until it expired, and it might never expire.
@@ -106,7 +108,7 @@ var causes = map[int64]string{
 	causeMissing:    "the state lacks a field",
 	causeNotInteger: "a field is not a decimal integer",
 	causeRange:      "a value is out of range (a negative count, a window no rule has, an instant out of bounds)",
-	causeTooFar:     "the window ends further ahead than any rule's window and MaxSkew",
+	causeTooFar:     "the state records an instant further ahead of the hit than any rule writes, MaxSkew included",
 	causeNotJSON:    "the state is not a JSON object of a window and its instants",
 	causeOrder:      "the instants are out of order",
 	causeTooLarge:   "the state is larger than any rule's, or holds more instants than any limit",
@@ -184,6 +186,7 @@ var slidingCounter = stateScript("", `
 local sw, ws, c, p = 0, 0, 0, 0
 local v = readHash('window', 'window_start', 'count', 'prev_count')
 if v and not (validWindow(v[1]) and v[2] < maxUnix and v[2] % v[1] == 0) then v = corrupt(outOfRange) end
+if v and v[2] - t > skew then v = corrupt(tooFar) end
 if v then sw, ws, c, p = v[1], v[2], v[3], v[4] end
 if sw ~= 0 and sw ~= w then return {1, sw} end
 local cur = math.max(t - (t % w), ws)
@@ -244,8 +247,9 @@ return {0, 1, limit - #out, 0, math.max(0, at + w * 1000 + 1 - nowms)}
 `)
 
 // readLogLua defines readLog(): the window and instants of the state, as
-// algorithm.DecodeLog accepts them (JSON numbers judged by value), or 0
-// and none when the state is absent or corrupt (then deleted).
+// algorithm.DecodeLog accepts them (JSON numbers judged by value) and
+// algorithm.Take keeps them (none more than MaxSkew after now), or 0 and
+// none when the state is absent or corrupt (then deleted).
 var readLogLua = `
 local function readLog()
   local raw = rpcall('GET', KEYS[1])
@@ -265,6 +269,7 @@ local function readLog()
     if not (x >= 0 and x < maxUnix * 1000) then return 0, {}, corrupt(outOfRange) end
     if i > 1 and x < ts[i - 1] then return 0, {}, corrupt(outOfOrder) end
   end
+  if n > 0 and ts[n] - nowms > skew * 1000 then return 0, {}, corrupt(tooFar) end
   return o.window, ts
 end
 `
@@ -274,6 +279,7 @@ var gcra = stateScript("", `
 local sw, tat = 0, 0
 local v = readHash('window', 'tat')
 if v and (not validWindow(v[1]) or v[2] >= maxStateUnix * 1000) then v = corrupt(outOfRange) end
+if v and v[2] - nowms > (3 * v[1] + skew) * 1000 then v = corrupt(tooFar) end
 if v then sw, tat = v[1], v[2] end
 if sw ~= 0 and sw ~= w then return {1, sw} end
 local interval = math.floor((w * 1000 + limit - 1) / limit)
