@@ -173,7 +173,10 @@ func TestARowHeldPastASecondIsWaitedFor(t *testing.T) {
 	var k string
 	require.NoError(t, tx.QueryRow("SELECT k FROM "+o.Prefix+"fixed FOR UPDATE").Scan(&k))
 	done := make(chan error, 1)
-	go func() { _, err := s.TakeAt(context.Background(), storetest.Original, storetest.Key, storetest.T0); done <- err }()
+	go func() {
+		_, err := s.TakeAt(context.Background(), storetest.Original, storetest.Key, storetest.T0)
+		done <- err
+	}()
 	// InnoDB refreshes INNODB_TRX only when it has not been read for 0.1 s.
 	waited := open(t, server.DSN, 5*time.Second)
 	require.NoError(t, poll.Until(10*time.Second, 150*time.Millisecond, func() error {
