@@ -12,37 +12,37 @@ import (
 // the package documentation's.
 const maxSkewSeconds = int64(ratelab.MaxSkew / time.Second)
 
-// ahead reports an error when s ends further ahead of t (Unix seconds)
-// than any rule's window and MaxSkew.
-func (s Fixed) ahead(t int64) error {
-	if s.ResetAt-t > maxWindowSeconds+maxSkewSeconds {
+// ahead reports an error when s ends further ahead of now than any
+// rule's window and MaxSkew.
+func (s Fixed) ahead(now time.Time) error {
+	if t := now.Unix(); s.ResetAt-t > maxWindowSeconds+maxSkewSeconds {
 		return tooFar("reset_at", s.ResetAt*1000, t*1000, (maxWindowSeconds+maxSkewSeconds)*1000)
 	}
 	return nil
 }
 
-// ahead reports an error when s's window starts more than MaxSkew after t
-// (Unix seconds).
-func (s Sliding) ahead(t int64) error {
-	if s.WindowStart-t > maxSkewSeconds {
+// ahead reports an error when s's window starts more than MaxSkew after
+// now.
+func (s Sliding) ahead(now time.Time) error {
+	if t := now.Unix(); s.WindowStart-t > maxSkewSeconds {
 		return tooFar("window_start", s.WindowStart*1000, t*1000, maxSkewSeconds*1000)
 	}
 	return nil
 }
 
 // ahead reports an error when s's latest instant is more than MaxSkew after
-// nowMs. The instants are in order (DecodeLog), so the last is the latest.
-func (s Log) ahead(nowMs int64) error {
-	if n := len(s.TS); n > 0 && s.TS[n-1]-nowMs > maxSkewSeconds*1000 {
+// now. The instants are in order (DecodeLog), so the last is the latest.
+func (s Log) ahead(now time.Time) error {
+	if n, nowMs := len(s.TS), now.UnixMilli(); n > 0 && s.TS[n-1]-nowMs > maxSkewSeconds*1000 {
 		return tooFar("instant", s.TS[n-1], nowMs, maxSkewSeconds*1000)
 	}
 	return nil
 }
 
 // ahead reports an error when s's tat is more than three of its windows
-// and MaxSkew after nowMs.
-func (s GCRAState) ahead(nowMs int64) error {
-	if limit := (3*s.Window + maxSkewSeconds) * 1000; s.TAT-nowMs > limit {
+// and MaxSkew after now.
+func (s GCRAState) ahead(now time.Time) error {
+	if limit, nowMs := (3*s.Window+maxSkewSeconds)*1000, now.UnixMilli(); s.TAT-nowMs > limit {
 		return tooFar("tat", s.TAT, nowMs, limit)
 	}
 	return nil

@@ -39,13 +39,13 @@ func Take(dst, old []byte, r ratelab.Rule, now time.Time) (Result, error) {
 	var err error
 	switch r.Algorithm {
 	case ratelab.FixedWindow:
-		res, err = takeFixed(dst, old, r, now)
+		res, err = takeState(dst, old, r, now, DecodeFixed)
 	case ratelab.SlidingCounter:
-		res, err = takeSliding(dst, old, r, now)
+		res, err = takeState(dst, old, r, now, DecodeSliding)
 	case ratelab.SlidingLog:
-		res, err = takeLog(dst, old, r, now)
+		res, err = takeState(dst, old, r, now, DecodeLog)
 	case ratelab.GCRA:
-		res, err = takeGCRA(dst, old, r, now)
+		res, err = takeState(dst, old, r, now, DecodeGCRA)
 	default:
 		return Result{}, fmt.Errorf("algorithm: unknown algorithm %q", r.Algorithm)
 	}
@@ -56,75 +56,53 @@ func Take(dst, old []byte, r ratelab.Rule, now time.Time) (Result, error) {
 	return res, nil
 }
 
-// takeFixed is Take of a fixed window. The state is written back when it
-// changed, was replaced or was absent.
-func takeFixed(dst, old []byte, r ratelab.Rule, now time.Time) (res Result, err error) {
-	prev, derr := DecodeFixed(old)
+// state is one algorithm's state as Take drives it: its own step, which
+// says whether the state changed, and its bound on how far ahead of a hit
+// a rule may have written it (see the package documentation).
+type state[S any] interface {
+	step(r ratelab.Rule, now time.Time) (next S, d ratelab.Decision, changed bool, err error)
+	ahead(now time.Time) error
+	Append(dst []byte) []byte
+}
+
+// takeState is Take of one algorithm: decode old, replace it with the
+// absent state if no rule could have written it, step, and write back a
+// state that changed, was replaced or was absent.
+func takeState[S state[S]](dst, old []byte, r ratelab.Rule, now time.Time, decode func([]byte) (S, error)) (Result, error) {
+	prev, derr := decode(old)
 	if derr == nil {
-		if derr = prev.ahead(now.Unix()); derr != nil {
-			prev = Fixed{}
-		}
+		derr = prev.ahead(now)
 	}
-	var st Fixed
-	st, res.Decision, err = prev.Take(r, now)
-	if st != prev || derr != nil || len(old) == 0 {
-		res.State = st.Append(dst)
+	if derr != nil {
+		var absent S
+		prev = absent
 	}
-	res.Replaced = derr
+	next, d, changed, err := prev.step(r, now)
+	res := Result{Decision: d, Replaced: derr}
+	if changed || derr != nil || len(old) == 0 {
+		res.State = next.Append(dst)
+	}
 	return res, err
 }
 
-// takeSliding is Take of a sliding-window counter, written back as
-// takeFixed's.
-func takeSliding(dst, old []byte, r ratelab.Rule, now time.Time) (res Result, err error) {
-	prev, derr := DecodeSliding(old)
-	if derr == nil {
-		if derr = prev.ahead(now.Unix()); derr != nil {
-			prev = Sliding{}
-		}
-	}
-	var st Sliding
-	st, res.Decision, err = prev.Take(r, now)
-	if st != prev || derr != nil || len(old) == 0 {
-		res.State = st.Append(dst)
-	}
-	res.Replaced = derr
-	return res, err
+// The steps of Fixed and Sliding report no change of their own: a state
+// equal to the old one is unchanged.
+func (s Fixed) step(r ratelab.Rule, now time.Time) (Fixed, ratelab.Decision, bool, error) {
+	next, d, err := s.Take(r, now)
+	return next, d, next != s, err
 }
 
-// takeLog is Take of a sliding log. A fresh log's hit is always allowed,
-// so a replaced state is always written back.
-func takeLog(dst, old []byte, r ratelab.Rule, now time.Time) (res Result, err error) {
-	st, derr := DecodeLog(old)
-	if derr == nil {
-		if derr = st.ahead(now.UnixMilli()); derr != nil {
-			st = Log{}
-		}
-	}
-	var changed bool
-	st, res.Decision, changed, err = st.Take(r, now)
-	if changed {
-		res.State = st.Append(dst)
-	}
-	res.Replaced = derr
-	return res, err
+func (s Sliding) step(r ratelab.Rule, now time.Time) (Sliding, ratelab.Decision, bool, error) {
+	next, d, err := s.Take(r, now)
+	return next, d, next != s, err
 }
 
-// takeGCRA is Take of GCRA; a replaced state is written back as takeLog's.
-func takeGCRA(dst, old []byte, r ratelab.Rule, now time.Time) (res Result, err error) {
-	st, derr := DecodeGCRA(old)
-	if derr == nil {
-		if derr = st.ahead(now.UnixMilli()); derr != nil {
-			st = GCRAState{}
-		}
-	}
-	var changed bool
-	st, res.Decision, changed, err = st.Take(r, now)
-	if changed {
-		res.State = st.Append(dst)
-	}
-	res.Replaced = derr
-	return res, err
+func (s Log) step(r ratelab.Rule, now time.Time) (Log, ratelab.Decision, bool, error) {
+	return s.Take(r, now)
+}
+
+func (s GCRAState) step(r ratelab.Rule, now time.Time) (GCRAState, ratelab.Decision, bool, error) {
+	return s.Take(r, now)
 }
 
 // takeFresh takes the hit on the absent state, reporting why the old one
