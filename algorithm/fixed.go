@@ -70,6 +70,29 @@ func decideFixed(r ratelab.Rule, count, resetAt, nowMs int64) ratelab.Decision {
 
 // !-fixed
 
+// FixedBounds are what a fixed-window step compares a state with, in Unix
+// seconds, for a store whose step runs elsewhere — a SQL statement, a
+// Redis script — and must match Take's.
+type FixedBounds struct {
+	T        int64 // the hit's instant
+	Fresh    int64 // a new window's reset_at: T + window
+	Live     int64 // the latest reset_at of this rule's window: Fresh + MaxSkew
+	Cap      int64 // where a store may stop a count: limit + 1
+	MaxCount int64 // the largest count any rule leaves at such a cap: MaxLimit + 1
+	MaxReset int64 // the latest reset_at any rule writes: T + MaxWindow + MaxSkew
+}
+
+// BoundsOf returns the bounds of a fixed-window hit of r at now. A window
+// that ends after Live but by MaxReset is another rule's (a conflict); a
+// reset_at after MaxReset, or a count outside [0, MaxCount], was written by
+// no rule: the state is corrupt, and replaced by a fresh window.
+func BoundsOf(r ratelab.Rule, now time.Time) FixedBounds {
+	t := now.Unix()
+	fresh := t + int64(r.Window/time.Second)
+	return FixedBounds{T: t, Fresh: fresh, Live: fresh + maxSkewSeconds, Cap: r.Limit + 1,
+		MaxCount: ratelab.MaxLimit + 1, MaxReset: t + maxWindowSeconds + maxSkewSeconds}
+}
+
 // FixedDecision is the decision of rule r at now for a fixed window that
 // holds count hits, this one included, and ends at resetAt (Unix seconds):
 // for a store whose state step runs elsewhere, as the Redis script does.

@@ -227,12 +227,12 @@ func (s *Store) takeFixed(ctx context.Context, rkey string, r ratelab.Rule, now 
 // every hit counts); and the latest reset_at any rule writes, MaxWindow
 // and MaxSkew from now — a window ending later is corrupt.
 func fixedArgs(r ratelab.Rule, now time.Time) []any {
-	t, w, skew := now.Unix(), int64(r.Window/time.Second), int64(ratelab.MaxSkew/time.Second)
+	b := algorithm.BoundsOf(r, now)
 	var ignoreAt int64
 	if r.Refusals == ratelab.IgnoreRefusals {
 		ignoreAt = r.Limit
 	}
-	return []any{t, t + w + skew, t + w, w + skew + 1, ignoreAt, t + int64(ratelab.MaxWindow/time.Second) + skew}
+	return []any{b.T, b.Live, b.Fresh, b.Live - b.T + 1, ignoreAt, b.MaxReset}
 }
 
 // replaced logs that the script replaced the state at rkey, for cause.

@@ -112,26 +112,9 @@ type Hit struct {
 	Deadline int64
 }
 
-// FixedBounds are what a fixed-window statement compares a row with, in
-// Unix seconds.
-type FixedBounds struct {
-	T        int64 // the hit's instant
-	Fresh    int64 // a new window's reset_at: T + window
-	Live     int64 // the latest reset_at of this rule's window: Fresh + MaxSkew
-	Cap      int64 // where a count stops: limit + 1
-	MaxCount int64 // the largest count any rule writes: MaxLimit + 1
-	MaxReset int64 // the latest reset_at any rule writes: T + MaxWindow + MaxSkew
-}
-
-// Fixed returns the bounds of a fixed-window hit. A row whose count or
-// reset_at lies outside [0, MaxCount] and (−∞, MaxReset] was not written
-// by any rule: it is corrupt, and replaced by a fresh window.
-func (h Hit) Fixed() FixedBounds {
-	t, skew := h.Now.Unix(), int64(ratelab.MaxSkew/time.Second)
-	fresh := t + int64(h.Rule.Window/time.Second)
-	return FixedBounds{T: t, Fresh: fresh, Live: fresh + skew, Cap: h.Rule.Limit + 1,
-		MaxCount: ratelab.MaxLimit + 1, MaxReset: t + int64(ratelab.MaxWindow/time.Second) + skew}
-}
+// Fixed returns the bounds a fixed-window statement compares the row
+// with: package algorithm's, for this hit.
+func (h Hit) Fixed() algorithm.FixedBounds { return algorithm.BoundsOf(h.Rule, h.Now) }
 
 // FixedDecision decides the hit from the count and reset_at the statement
 // left: a window that ends beyond Live is another rule's (the statement
