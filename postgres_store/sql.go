@@ -123,8 +123,7 @@ func (s *Store) CheckServer(ctx context.Context) error {
 		// CREATE … IF NOT EXISTS is not safe against itself: of two
 		// sessions creating one table, the second can fail on the
 		// catalog's unique index. Once the first is done, it succeeds.
-		for try := 0; try < 5 && createRace(err); try++ {
-			time.Sleep(time.Duration(try+1) * 10 * time.Millisecond)
+		for try := 0; createRace(err) && sqlstore.Backoff(ctx, try+3); try++ {
 			err = s.CreateTables(ctx)
 		}
 	}

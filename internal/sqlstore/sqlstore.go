@@ -157,7 +157,7 @@ func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.
 	d, err := step(tctx, h)
 	for try := 0; err != nil && b.Overloaded != nil && b.Overloaded(err); try++ {
 		b.Log.Debug(b.Pkg+": the server has no free connection: the hit waits its turn", "key", h.Key, "err", err)
-		if !pause(tctx, try) {
+		if !Backoff(tctx, try) {
 			break
 		}
 		d, err = step(tctx, h)
@@ -171,11 +171,11 @@ func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.
 	return b.fail.Fail(ctx, slog.String("key", h.Key), r, key, now, err)
 }
 
-// pause waits before try number try+1 of a hit the server was too busy
-// for: 1 ms doubling to 32 ms, each wait drawn at random up to twice that
+// Backoff waits before try number try+1 of what a busy server turned
+// away: 1 ms doubling to 32 ms, each wait drawn at random up to twice that
 // so that the processes turned away together do not all come back
 // together. It reports false if ctx ends first.
-func pause(ctx context.Context, try int) bool {
+func Backoff(ctx context.Context, try int) bool {
 	d := time.Millisecond << min(try, 5)
 	t := time.NewTimer(d/2 + rand.N(d))
 	defer t.Stop()

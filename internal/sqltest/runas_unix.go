@@ -63,12 +63,8 @@ func stopped(pids []int) error {
 	for _, pid := range pids {
 		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
 		for _, st := range tasks {
-			b, err := os.ReadFile(st)
-			if err != nil {
-				continue
-			}
-			if fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])); len(fields) > 0 && fields[0] != "T" && fields[0] != "t" {
-				return fmt.Errorf("%s is in state %s", st, fields[0])
+			if state, _, ok := procStat(st); ok && state != "T" && state != "t" {
+				return fmt.Errorf("%s is in state %s", st, state)
 			}
 		}
 	}
@@ -83,18 +79,28 @@ func family(pid int) ([]int, error) {
 	}
 	pids := []int{pid}
 	for _, st := range stats {
-		b, err := os.ReadFile(st)
-		if err != nil {
-			continue // gone since the glob
-		}
-		// pid (comm) state ppid …; comm may hold spaces and parentheses.
-		fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+		if _, ppid, ok := procStat(st); ok && ppid == strconv.Itoa(pid) {
 			child, _ := strconv.Atoi(filepath.Base(filepath.Dir(st)))
 			pids = append(pids, child)
 		}
 	}
 	return pids, nil
+}
+
+// procStat reads a /proc stat file — pid (comm) state ppid … — and
+// returns the state and the parent's pid; ok is false if it is gone. comm
+// may hold spaces and parentheses, so the fields are counted from the
+// last ')'.
+func procStat(path string) (state, ppid string, ok bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", "", false
+	}
+	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(fields) < 2 {
+		return "", "", false
+	}
+	return fields[0], fields[1], true
 }
 
 // wake resumes a server a failed test may have left paused.
