@@ -63,6 +63,7 @@ var ErrConfig = errors.New("harness: configuration error")
 // ErrRefused.
 type serverChecker interface {
 	CheckServer(ctx context.Context) error
+	HasTables(ctx context.Context) (bool, error)
 	Connections(ctx context.Context) (int, error)
 }
 
@@ -89,17 +90,36 @@ func Prepare(ctx context.Context, store ratelab.Store) error {
 // connections the server accepts. Errors are Prepare's; a bad DSN wraps
 // ErrConfig too.
 func (a App) CheckDatabase(ctx context.Context) (connections int, err error) {
+	err = a.withDatabase(func(s serverChecker) (err error) {
+		if err = Prepare(ctx, s.(ratelab.Store)); err == nil {
+			connections, err = s.Connections(ctx)
+		}
+		return err
+	})
+	return connections, err
+}
+
+// HasTables reports whether the database of the mysql or postgres store
+// holds the store's tables, under a.Prefix; it creates nothing.
+func (a App) HasTables(ctx context.Context) (has bool, err error) {
+	err = a.withDatabase(func(s serverChecker) (err error) {
+		has, err = s.HasTables(ctx)
+		return err
+	})
+	return has, err
+}
+
+// withDatabase runs f on a store of a's database with one connection, and
+// closes it.
+func (a App) withDatabase(f func(serverChecker) error) error {
 	if a.Store != "mysql" && a.Store != "postgres" {
-		return 0, fmt.Errorf("%w: store %q has no database", ErrConfig, a.Store)
+		return fmt.Errorf("%w: store %q has no database", ErrConfig, a.Store)
 	}
 	a.Conns = 1
 	store, closeStore, err := a.newStore(slog.New(slog.DiscardHandler))
 	if err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrConfig, err)
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	defer closeStore()
-	if err := Prepare(ctx, store); err != nil {
-		return 0, err
-	}
-	return store.(serverChecker).Connections(ctx)
+	return f(store.(serverChecker))
 }

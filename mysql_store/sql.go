@@ -125,10 +125,8 @@ var ErrRefused = errors.New("mysqlstore: the server refused the connection's set
 // cannot be reached — an outage, which the fail policy handles once hits
 // come.
 func (s *Store) CheckServer(ctx context.Context) error {
-	var n int
-	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.TABLES
-WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (?, ?)`, s.base.Prefix+"fixed", s.base.Prefix+"state").Scan(&n)
-	if err == nil && n < 2 {
+	ok, err := s.HasTables(ctx)
+	if err == nil && !ok {
 		err = s.CreateTables(ctx)
 	}
 	var me *mysql.MySQLError
@@ -136,6 +134,14 @@ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (?, ?)`, s.base.Prefix+"fixed"
 		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	return err
+}
+
+// HasTables reports whether both of the store's tables exist.
+func (s *Store) HasTables(ctx context.Context) (bool, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.TABLES
+WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (?, ?)`, s.base.Prefix+"fixed", s.base.Prefix+"state").Scan(&n)
+	return n == 2, err
 }
 
 // Connections returns how many client connections the server accepts in

@@ -117,7 +117,7 @@ var ErrRefused = errors.New("postgresstore: the server refused the connection's 
 // server refused (see ErrRefused), and another error when it cannot be
 // reached — an outage, which the fail policy handles once hits come.
 func (s *Store) CheckServer(ctx context.Context) error {
-	ok, err := s.tablesExist(ctx)
+	ok, err := s.HasTables(ctx)
 	if err == nil && !ok {
 		err = s.CreateTables(ctx)
 		// CREATE … IF NOT EXISTS is not safe against itself: of two
@@ -141,8 +141,8 @@ func createRace(err error) bool {
 	return errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P07" || pe.Code == "42710")
 }
 
-// tablesExist reports whether both of the store's tables exist.
-func (s *Store) tablesExist(ctx context.Context) (bool, error) {
+// HasTables reports whether both of the store's tables exist.
+func (s *Store) HasTables(ctx context.Context) (bool, error) {
 	var ok bool
 	err := s.pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL",
 		s.base.Prefix+"fixed", s.base.Prefix+"state").Scan(&ok)

@@ -82,7 +82,8 @@ func cmdDB(args []string, stdout, stderr io.Writer) (int, error) {
 			return 0, usagef("-%s: %v", db.store, redact.Err(err, dsns[db.store]))
 		}
 		defer conn.Close()
-		if live, err := liveTables(ctx, conn, db.dialect); err != nil || live && !*force {
+		live, err := harness.App{Store: db.store, DSN: dsns[db.store]}.HasTables(ctx) // the stores' default tables
+		if err != nil || live && !*force {
 			return 0, usagef("-%s: %v", db.store, cmp.Or(err, errLiveTables))
 		}
 		conns[db.store] = conn
@@ -140,18 +141,3 @@ const (
 
 var errLiveTables = errors.New("this database holds ratelab's live tables (ratelab_fixed or ratelab_state): " +
 	"the lessons create and empty " + lessonTables + " in it, and leave them there; point the flag at a scratch database, or add -force")
-
-// liveTables reports whether the database of conn holds the tables of a
-// store in use, under the stores' default prefix.
-func liveTables(ctx context.Context, conn *sql.DB, dialect string) (bool, error) {
-	q := `SELECT COUNT(*) FROM information_schema.TABLES
-WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN ('ratelab_fixed', 'ratelab_state')`
-	if dialect == "postgres" {
-		q = `SELECT (to_regclass('ratelab_fixed') IS NOT NULL)::int + (to_regclass('ratelab_state') IS NOT NULL)::int`
-	}
-	var n int
-	if err := conn.QueryRowContext(ctx, q).Scan(&n); err != nil {
-		return false, fmt.Errorf("look for ratelab's tables: %w", err)
-	}
-	return n > 0, nil
-}

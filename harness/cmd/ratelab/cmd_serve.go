@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -100,9 +99,6 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if err := app.Validate(); err != nil {
 		return 0, usagef("%v", strings.TrimPrefix(err.Error(), "harness: "))
-	}
-	if app.Dir, err = absDir(app.Dir); err != nil { // the one checked is the one every process uses
-		return 0, err
 	}
 	if app.Conns, err = checkServe(app, m, f.workers, stderr); err != nil {
 		return 0, err
@@ -237,12 +233,4 @@ func checkDatabase(app harness.App, m harness.Model, workers int, stderr io.Writ
 	}
 	fmt.Fprintf(stderr, "%s accepts %d connections; %d processes × %d each, a quarter kept for other clients\n", app.Store, usable, procs, conns)
 	return conns, nil
-}
-
-// absDir returns dir made absolute; "" stays "".
-func absDir(dir string) (string, error) {
-	if dir == "" {
-		return "", nil
-	}
-	return filepath.Abs(dir)
 }

@@ -59,7 +59,7 @@ type command struct {
 // commands is the command table, in the order usage lists it.
 func commands() []command {
 	return []command{
-		{"demo", "-store memory|file | -outage open|local [-requests 40] [-limit 30] [-window 1h] [-workers 4] [-concurrency 8] [-at RFC3339] [-stable] [-force]",
+		{"demo", "-store memory|file | -outage open|local [-requests 40] [-limit 30] [-window 1h] [-workers 4] [-concurrency 8] [-at RFC3339] [-stable]",
 			"the endpoint under single, pool and cgi: where 429 appears", cmdDemo},
 		{"serve", "-model cgi|pool|single|two-hosts -store memory|file|redis|mysql|postgres [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed|local] [-redis URL] [-mysql DSN] [-postgres URL] [-trusted-proxies CIDR,…] [-forwarded-header NAME]",
 			"serve the endpoint to curl, until Ctrl-C", cmdServe},

@@ -312,9 +312,13 @@ func TestUsageComesFromTheCommandTable(t *testing.T) {
 		assert.Contains(t, out, "  ratelab "+fmt.Sprintf("%-8s", c.name)+" "+c.args, "usage line of %s", c.name)
 		assert.Regexp(t, `(?m)^  `+c.name+` +`+regexp.QuoteMeta(c.help)+`$`, out, "help line of %s", c.name)
 		assert.Regexp(t, `[ ,]`+c.name+`[ ,]`, doc, "the package doc names %s", c.name)
-		code, _, _ := cli(c.name, "-h")
+		code, help, _ := cli(c.name, "-h")
 		if c.name != "cgi" { // cgi answers only under a CGI server
 			assert.Equal(t, 0, code, "%s -h", c.name)
+			// Every flag the usage line names is one the command defines.
+			for _, m := range regexp.MustCompile(`(?:^|[\s\[])-([a-z][a-z-]*)`).FindAllStringSubmatch(c.args, -1) {
+				assert.Regexp(t, `(?m)^  -`+m[1]+`\b`, help, "%s's usage names -%s", c.name, m[1])
+			}
 		}
 	}
 	code, _, errOut := cli("frobnicate")
