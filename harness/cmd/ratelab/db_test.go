@@ -136,3 +136,25 @@ func TestDBKeepsToItsOwnTables(t *testing.T) {
 			"%s: the planted row kept its count", name)
 	}
 }
+
+// The finding: each worker could open 64 connections, 8 workers against
+// MariaDB's 151, and the server's "Too many connections" failed hits open.
+// serve shares the connections out, says how, and refuses more workers
+// than the server has connections for (PostgreSQL's 100, less the 3 kept
+// for superusers: 97, three quarters shared out).
+func TestServeSharesTheDatabasesConnections(t *testing.T) {
+	if !sqltest.PostgresAvailable() {
+		t.Skip("PostgreSQL's server not found: install it with " + sqltest.PostgresInstallHint)
+	}
+	dsn := sqltest.PostgresForTest(t).DSN
+	url, code, stderr := startServe(t, "", "-model", "pool", "-workers", "4", "-store", "postgres", "-postgres", dsn, "-addr", "127.0.0.1:0")
+	require.NotEmpty(t, url, "serve exited %d: %s", code, stderr.String())
+	// Written before the URL; its pipe may deliver it later.
+	assert.Eventually(t, func() bool {
+		return strings.Contains(stderr.String(), "postgres accepts 97 connections; 4 processes × 10 each, a quarter kept for other clients")
+	}, 5*time.Second, time.Millisecond, "stderr: %s", stderr)
+	url, code, stderr = startServe(t, "", "-model", "two-hosts", "-workers", "40", "-store", "postgres", "-postgres", dsn, "-addr", "127.0.0.1:0")
+	assert.Empty(t, url)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr.String(), "80 processes need a connection each, and the server accepts 97")
+}
