@@ -33,4 +33,13 @@ func TestNoTLSAttemptOnThisMachine(t *testing.T) {
 		}
 		pool.Close()
 	}
+	t.Setenv("PGSSLMODE", "prefer") // the environment chooses too
+	pool, err := OpenPool("postgres://u:p@127.0.0.1:5432/db", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if pool.Config().ConnConfig.TLSConfig == nil {
+		t.Error("PGSSLMODE=prefer: no TLS attempt, want the one it asks for")
+	}
 }
