@@ -2,6 +2,9 @@ package brokeninmemory_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -67,4 +70,28 @@ func TestMaxKeysForgetsEverythingWhenFull(t *testing.T) {
 	}{{"a", true}, {"b", true}, {"a", false}, {"b", false}, {"c", true}, {"a", true}, {"c", false}} {
 		assert.Equal(t, tt.want, take(tt.key), "hit of %q", tt.key)
 	}
+}
+
+// Fail-local's in-process store holds FallbackKeys states: a client
+// refused there stays refused until that many other keys have been seen,
+// and then starts over — the bound fail-policy.md states.
+func TestNewFailerBoundsItsLocalStoreAtFallbackKeys(t *testing.T) {
+	f, err := brokeninmemory.NewFailer(ratelab.FailLocal, "test", slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	r := ratelab.Rule{Name: "r", Limit: 1, Window: time.Hour}
+	now, gone := time.Unix(1_780_000_000, 0), errors.New("gone")
+	allowed := func(key string) bool {
+		d, err := f.Fail(context.Background(), slog.String("k", key), r, key, now, gone)
+		require.NoError(t, err)
+		return d.Allowed
+	}
+	require.True(t, allowed("client"))
+	require.False(t, allowed("client"))
+	for i := range brokeninmemory.FallbackKeys - 1 {
+		allowed(fmt.Sprint("other", i))
+	}
+	assert.False(t, allowed("client"), "within FallbackKeys keys: still refused")
+	allowed("one more key")
+	assert.True(t, allowed("client"), "past FallbackKeys keys: forgotten, starts over")
+	assert.Equal(t, 1<<16, brokeninmemory.FallbackKeys)
 }

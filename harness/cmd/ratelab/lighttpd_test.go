@@ -159,3 +159,28 @@ func TestCGIPreparesTheDatabase(t *testing.T) {
 		})
 	}
 }
+
+// What file-store.md says of lighttpd: it hands a header named with
+// underscores to a CGI program as it does the same name with hyphens, so
+// behind it a client's X_Forwarded_For can stand in for the X-Forwarded-For
+// a trusted proxy wrote. This test pins that behaviour of the lighttpd
+// installed; if it fails, lighttpd changed and the page must too.
+func TestLighttpdPassesUnderscoredHeaders(t *testing.T) {
+	srv := lighttpdtest.ForTest(t, map[string]string{
+		"xff": wrapper(t, "-store file -dir "+t.TempDir()+" -limit 3 -window 1h -trusted-proxies 127.0.0.0/8 -forwarded-header X-Forwarded-For"),
+	})
+	allowed := 0
+	for i := range 6 {
+		req, err := http.NewRequest("POST", srv.URL+"/cgi-bin/xff", nil)
+		require.NoError(t, err)
+		req.Header.Set("X-Forwarded-For", "203.0.113.9")
+		req.Header["X_Forwarded_For"] = []string{fmt.Sprintf("198.51.100.%d", i)}
+		resp, err := clientFrom("127.0.0.2").Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			allowed++
+		}
+	}
+	assert.Greater(t, allowed, 3, "6 requests at a limit of 3: lighttpd let the client's header through; error log: %s", srv.ErrorLog())
+}
