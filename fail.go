@@ -12,6 +12,15 @@ import (
 // hit and is configured to fail closed.
 var ErrUnavailable = errors.New("ratelab: rate-limit state unavailable")
 
+// ErrBusy is wrapped by the errors of a store whose server answered that
+// it could not take the hit in time — no free connection, a statement or
+// a lock wait out of time, a statement that reached it past the hit's
+// deadline. That is load, not an outage: a store refuses the hit under
+// FailOpen as under FailClosed, so that no client opens the door by
+// sending fast; FailLocal decides it in the process. It wraps
+// ErrUnavailable.
+var ErrBusy = fmt.Errorf("%w: the server was too busy to count the hit in time", ErrUnavailable)
+
 // FailPolicy says what a store does when it cannot record a hit (the state
 // directory is gone, the disk is full, a lock holder hangs, Redis or the
 // database is down). Load is not such a case: a store waits its turn for

@@ -59,7 +59,7 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 		return nil, errors.New("mysqlstore: New needs a database")
 	}
 	s := &Store{db: db, base: sqlstore.Base{Pkg: "mysqlstore", Policy: opts.FailPolicy, Timeout: opts.Timeout,
-		Log: opts.Logger, Now: opts.Clock, Prefix: opts.Prefix, Overloaded: overloaded}}
+		Log: opts.Logger, Now: opts.Clock, Prefix: opts.Prefix, Overloaded: overloaded, OutOfTime: outOfTime}}
 	if err := s.base.Check(); err != nil {
 		return nil, err
 	}
@@ -120,6 +120,13 @@ func OpenDB(dsn string, timeout time.Duration, maxConns int) (*sql.DB, error) {
 // most by default.
 const DefaultMaxConns = sqlstore.DefaultMaxConns
 
+// outOfTime reports whether err is the server ending a statement that ran
+// out of time (MariaDB's 1969, MySQL's 3024) or a lock wait (1205).
+func outOfTime(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1969 || me.Number == 3024 || me.Number == 1205)
+}
+
 // overloaded reports whether err is the server turning a connection away
 // for want of a free slot (1040, too many connections; 1203, too many of
 // this user's): the server is busy, not gone.
@@ -150,6 +157,15 @@ func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time
 	return s.base.TakeAt(ctx, r, key, now, s.takeFixed, s.takeLocked)
 }
 
+// conn takes one of the pool's connections for a hit, and reports
+// whether the hit queued for it behind the process's other hits.
+func (s *Store) conn(ctx context.Context) (*sql.Conn, bool, error) {
+	st := s.db.Stats()
+	queued := sqlstore.Queued(st.InUse, st.MaxOpenConnections)
+	c, err := s.db.Conn(ctx)
+	return c, queued, sqlstore.Acquired(ctx, err, queued)
+}
+
 // countBits is how many low bits of the fixed statement's packed result
 // hold the count; bit 63 says the row was replaced.
 const countBits = 28
@@ -158,9 +174,14 @@ const countBits = 28
 // when it set none: it inserted the row (one row affected) or the
 // deadline had passed (none).
 func (s *Store) takeFixed(ctx context.Context, h sqlstore.Hit) (ratelab.Decision, error) {
-	res, err := s.db.ExecContext(ctx, s.q.fixed, fixedArgs(h)...)
+	conn, queued, err := s.conn(ctx)
 	if err != nil {
 		return ratelab.Decision{}, err
+	}
+	defer conn.Close()
+	res, err := conn.ExecContext(ctx, s.q.fixed, fixedArgs(h)...)
+	if err != nil {
+		return ratelab.Decision{}, sqlstore.Acquired(ctx, err, queued)
 	}
 	packed, err := res.LastInsertId()
 	if err != nil {
@@ -181,13 +202,21 @@ func (s *Store) takeFixed(ctx context.Context, h sqlstore.Hit) (ratelab.Decision
 
 // takeLocked runs package algorithm's step on the row under its lock.
 func (s *Store) takeLocked(ctx context.Context, h sqlstore.Hit) (d ratelab.Decision, err error) {
-	tx, err := s.db.BeginTx(ctx, nil)
+	conn, queued, err := s.conn(ctx)
 	if err != nil {
 		return d, err
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return d, sqlstore.Acquired(ctx, err, queued)
 	}
 	defer func() {
 		if err != nil {
 			tx.Rollback()
+			// The server answered this hit (START TRANSACTION): a hit that
+			// ran out of time since waited on a busy server.
+			err = sqlstore.Answered(ctx, err)
 		}
 	}()
 	// Create the row, or take its lock if it exists: SELECT … FOR UPDATE

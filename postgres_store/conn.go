@@ -56,6 +56,14 @@ func plain(fallbacks []*pgconn.FallbackConfig, first *pgconn.Config) []*pgconn.F
 	return out
 }
 
+// outOfTime reports whether err is the server ending a statement
+// (statement_timeout, SQLSTATE 57014) or a lock wait (lock_timeout, 55P03)
+// that ran out of time.
+func outOfTime(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "57014" || pe.Code == "55P03")
+}
+
 // overloaded reports whether err is the server turning a connection away
 // for want of a free slot (SQLSTATE 53300, too_many_connections): the
 // server is busy, not gone.

@@ -56,7 +56,7 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 		return nil, errors.New("postgresstore: New needs a pool")
 	}
 	s := &Store{pool: pool, base: sqlstore.Base{Pkg: "postgresstore", Policy: opts.FailPolicy, Timeout: opts.Timeout,
-		Log: opts.Logger, Now: opts.Clock, Prefix: opts.Prefix, Overloaded: overloaded}}
+		Log: opts.Logger, Now: opts.Clock, Prefix: opts.Prefix, Overloaded: overloaded, OutOfTime: outOfTime}}
 	if err := s.base.Check(); err != nil {
 		return nil, err
 	}
@@ -141,12 +141,17 @@ func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time
 // changes only a corrupt row, tells which — or, if another hit replaced
 // the row first, the statement runs once more.
 func (s *Store) takeFixed(ctx context.Context, h sqlstore.Hit) (ratelab.Decision, error) {
+	conn, queued, err := s.acquire(ctx)
+	if err != nil {
+		return ratelab.Decision{}, err
+	}
+	defer conn.Release()
 	b := h.Fixed()
 	var count, resetAt int64
 	for range 2 {
-		err := s.pool.QueryRow(ctx, s.q.fixed, h.Key, b.Fresh, b.T, b.Live, b.Cap, h.Deadline, b.MaxCount, b.MaxReset).Scan(&count, &resetAt)
+		err := conn.QueryRow(ctx, s.q.fixed, h.Key, b.Fresh, b.T, b.Live, b.Cap, h.Deadline, b.MaxCount, b.MaxReset).Scan(&count, &resetAt)
 		if errors.Is(err, pgx.ErrNoRows) {
-			err = s.pool.QueryRow(ctx, s.q.replace, h.Key, b.Fresh, b.MaxCount, b.MaxReset, h.Deadline).Scan(&count, &resetAt)
+			err = conn.QueryRow(ctx, s.q.replace, h.Key, b.Fresh, b.MaxCount, b.MaxReset, h.Deadline).Scan(&count, &resetAt)
 			if err == nil {
 				s.base.Log.Warn("postgresstore: replaced a corrupt state", "key", h.Key)
 			}
@@ -155,16 +160,25 @@ func (s *Store) takeFixed(ctx context.Context, h sqlstore.Hit) (ratelab.Decision
 		case err == nil:
 			return h.FixedDecision(count, resetAt)
 		case !errors.Is(err, pgx.ErrNoRows):
-			return ratelab.Decision{}, err
+			return ratelab.Decision{}, sqlstore.Acquired(ctx, err, queued)
 		}
 	}
 	return ratelab.Decision{}, sqlstore.ErrLate
 }
 
+// acquire takes one of the pool's connections for a hit, and reports
+// whether the hit queued for it behind the process's other hits.
+func (s *Store) acquire(ctx context.Context) (*pgxpool.Conn, bool, error) {
+	st := s.pool.Stat()
+	queued := sqlstore.Queued(int(st.AcquiredConns()), int(st.MaxConns()))
+	c, err := s.pool.Acquire(ctx)
+	return c, queued, sqlstore.Acquired(ctx, err, queued)
+}
+
 // takeLocked runs package algorithm's step on the row under its lock, in
 // two round trips: BEGIN and the locking upsert; the UPDATE and COMMIT.
 func (s *Store) takeLocked(ctx context.Context, h sqlstore.Hit) (ratelab.Decision, error) {
-	conn, err := s.pool.Acquire(ctx)
+	conn, queued, err := s.acquire(ctx)
 	if err != nil {
 		return ratelab.Decision{}, err
 	}
@@ -177,7 +191,7 @@ func (s *Store) takeLocked(ctx context.Context, h sqlstore.Hit) (ratelab.Decisio
 	b.Queue("BEGIN")
 	b.Queue(s.q.lock, h.Key, h.Deadline).QueryRow(func(row pgx.Row) error { return row.Scan(&old, &inTime) })
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return ratelab.Decision{}, err
+		return ratelab.Decision{}, sqlstore.Acquired(ctx, err, queued)
 	}
 	res, err := algorithm.Take(nil, old, h.Rule, h.Now)
 	if err == nil && !inTime {
@@ -196,7 +210,7 @@ func (s *Store) takeLocked(ctx context.Context, h sqlstore.Hit) (ratelab.Decisio
 	}
 	b.Queue("COMMIT")
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return ratelab.Decision{}, err
+		return ratelab.Decision{}, sqlstore.Answered(ctx, err) // the server answered the first batch
 	}
 	return res.Decision, nil
 }

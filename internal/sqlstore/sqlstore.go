@@ -64,8 +64,11 @@ type Base struct {
 	// Overloaded reports whether an error is the server refusing a
 	// connection because it has no free one: load, not an outage.
 	Overloaded func(error) bool
-	rules      algorithm.Rules
-	fail       *ratelab.Failer
+	// OutOfTime reports whether an error is the server ending a
+	// statement, or a wait for a row lock, that ran out of its time.
+	OutOfTime func(error) bool
+	rules     algorithm.Rules
+	fail      *ratelab.Failer
 }
 
 var prefixRE = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
@@ -129,6 +132,40 @@ func (h Hit) FixedDecision(count, resetAt int64) (ratelab.Decision, error) {
 // Step takes one hit.
 type Step func(ctx context.Context, h Hit) (ratelab.Decision, error)
 
+// ErrPoolFull is the cause of a hit that waited until its deadline for
+// one of its process's own connections, every one busy with other hits:
+// load, not an outage.
+var ErrPoolFull = errors.New("every connection of this process was busy with other hits until the deadline")
+
+// Queued reports whether a hit must queue for a connection: inUse of the
+// pool's max are taken.
+func Queued(inUse, max int) bool { return max > 0 && inUse >= max }
+
+// Acquired returns err, a hit's failure once it queued for a connection
+// of its process's pool (queued), as ErrPoolFull when the hit's ctx ended:
+// its time went waiting behind the process's other hits. Any other
+// failure — a dial that failed or timed out, a hit that never queued — is
+// returned as it is.
+func Acquired(ctx context.Context, err error, queued bool) error {
+	if err != nil && queued && ctx.Err() != nil {
+		return fmt.Errorf("%w: %w", ErrPoolFull, err)
+	}
+	return err
+}
+
+// ErrSlow is the cause of a hit whose server had answered it, then ran out
+// of the hit's time: it is there, and busy.
+var ErrSlow = errors.New("the server answered the hit, then ran out of its time")
+
+// Answered returns err, the failure of a hit after the server answered it
+// once, as ErrSlow if the hit's ctx ended.
+func Answered(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%w: %w", ErrSlow, err)
+	}
+	return err
+}
+
 // ErrLate is the cause of a hit the server reached after its deadline:
 // the statement ran, and changed nothing.
 var ErrLate = errors.New("the server reached the hit after its deadline and did not count it")
@@ -137,9 +174,11 @@ var ErrLate = errors.New("the server reached the hit after its deadline and did 
 // other algorithm) within the timeout, and applies the fail policy to what
 // the database could not answer. A server that refuses a connection for
 // want of free ones is busy, not gone (b.Overloaded says which errors say
-// so): the hit waits its turn and tries again, within the timeout. A
-// conflict with another rule of the same name is an error under every
-// policy.
+// so): the hit waits its turn and tries again, within the timeout. A hit
+// a busy server still could not take in time is refused, wrapping
+// ratelab.ErrBusy, under every policy but fail-local: load is not an
+// outage. A conflict with another rule of the same name is an error under
+// every policy.
 func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time, fixed, locked Step) (ratelab.Decision, error) {
 	if err := b.rules.Admit(r, now); err != nil {
 		return ratelab.Decision{}, err
@@ -167,8 +206,17 @@ func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.
 		return d, nil
 	case errors.Is(err, ratelab.ErrRuleConflict):
 		return ratelab.Decision{}, fmt.Errorf("%s: %s: %w", b.Pkg, h.Key, err)
+	case b.busy(err) && b.Policy != ratelab.FailLocal:
+		b.Log.Error(b.Pkg+": hit refused: the server was too busy to count it in time (load is not an outage)", "key", h.Key, "err", err)
+		return ratelab.Decision{}, fmt.Errorf("%s: %w: %w", b.Pkg, ratelab.ErrBusy, err)
 	}
 	return b.fail.Fail(ctx, slog.String("key", h.Key), r, key, now, err)
+}
+
+// busy reports whether err is the server saying it could not take the hit
+// in time: it answered, so it is there, and busy.
+func (b *Base) busy(err error) bool {
+	return errors.Is(err, ErrLate) || errors.Is(err, ErrPoolFull) || errors.Is(err, ErrSlow) || b.Overloaded != nil && b.Overloaded(err) || b.OutOfTime != nil && b.OutOfTime(err)
 }
 
 // Backoff waits before try number try+1 of what a busy server turned

@@ -123,3 +123,37 @@ func full(t *testing.T, d Database) {
 	assert.NoError(t, got.d.NotCounted)
 	assert.Equal(t, int64(28), Take(t, s, Original, Key, T0).Remaining, "the waiting hit was counted once")
 }
+
+// heldIsLoad checks the finding that sending fast opened the door: hits
+// queued on one hot row — a sliding log's, on MariaDB — ran out of their
+// time at the server, and fail-open let each through uncounted. A server
+// that answers that it could not take a hit in time is busy, not gone:
+// the hit is refused under fail-open (ratelab.ErrBusy, a 503) as under
+// fail-closed, and decided in the process under fail-local. A row held by
+// another transaction past the timeout makes the server say so.
+func heldIsLoad(t *testing.T, d Database) {
+	log := ratelab.Rule{Name: "held", Limit: 3, Window: time.Minute, Algorithm: ratelab.SlidingLog}
+	for _, c := range []struct {
+		rule  ratelab.Rule
+		table string
+	}{{Original, "fixed"}, {log, "state"}} {
+		for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailLocal} {
+			open := d.Connect(t, d.DSN, time.Second) // the server gives up 200 ms before the client
+			o := Options{Prefix: fmt.Sprintf("t%d_", prefixes.Add(1)), Timeout: time.Second, Policy: policy,
+				Logger: slog.New(slog.DiscardHandler)}
+			s := open(o)
+			require.NoError(t, s.CheckServer(context.Background()))
+			Take(t, s, c.rule, Key, T0) // the row exists
+			release := d.Hold(t, d.DSN, o.Prefix+c.table, s.Key(c.rule, Key))
+			dec, err := s.TakeAt(context.Background(), c.rule, Key, T0)
+			release()
+			if policy == ratelab.FailOpen {
+				assert.ErrorIs(t, err, ratelab.ErrBusy, "%s, fail-open: a busy server's hit is refused", c.table)
+				assert.False(t, dec.Allowed, "%s, fail-open", c.table)
+			} else {
+				require.NoError(t, err, "%s, fail-local", c.table)
+				assert.True(t, dec.Local, "%s, fail-local: decided in this process", c.table)
+			}
+		}
+	}
+}
