@@ -100,7 +100,7 @@ func (a App) CheckDatabase(ctx context.Context) (connections int, err error) {
 }
 
 // HasTables reports whether the database of the mysql or postgres store
-// holds the store's tables, under a.Prefix; it creates nothing.
+// holds either of the store's tables, under a.Prefix; it creates nothing.
 func (a App) HasTables(ctx context.Context) (has bool, err error) {
 	err = a.withDatabase(func(s serverChecker) (err error) {
 		has, err = s.HasTables(ctx)

@@ -114,6 +114,8 @@ func checkProxy(p netip.Prefix) error {
 		return errors.New("not a valid network")
 	case p.Addr().Is4In6():
 		return errors.New("IPv4-mapped, which never matches: addresses are unmapped before they are compared, write it as IPv4")
+	case p.Bits() == 0:
+		return errors.New("every address: every client would be a proxy, and pick its own bucket")
 	}
 	return nil
 }

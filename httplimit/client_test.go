@@ -200,6 +200,10 @@ func TestClientCheck(t *testing.T) {
 		{"an invalid prefix", httplimit.Client{TrustedProxies: []netip.Prefix{{}}, Header: "Forwarded"}, "invalid"},
 		{"an IPv4-mapped prefix", httplimit.Client{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("::ffff:10.0.0.0/104")},
 			Header: "Forwarded"}, "IPv4-mapped"},
+		{"every IPv4 address", httplimit.Client{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0")},
+			Header: "X-Forwarded-For"}, "every address"},
+		{"every IPv6 address", httplimit.Client{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("::/0")},
+			Header: "X-Forwarded-For"}, "every address"},
 	}
 	for _, tt := range tests {
 		err := tt.client.Check()

@@ -125,8 +125,8 @@ var ErrRefused = errors.New("mysqlstore: the server refused the connection's set
 // cannot be reached — an outage, which the fail policy handles once hits
 // come.
 func (s *Store) CheckServer(ctx context.Context) error {
-	ok, err := s.HasTables(ctx)
-	if err == nil && !ok {
+	n, err := s.tables(ctx)
+	if err == nil && n < 2 {
 		err = s.CreateTables(ctx)
 	}
 	var me *mysql.MySQLError
@@ -136,12 +136,17 @@ func (s *Store) CheckServer(ctx context.Context) error {
 	return err
 }
 
-// HasTables reports whether both of the store's tables exist.
+// HasTables reports whether either of the store's tables exists.
 func (s *Store) HasTables(ctx context.Context) (bool, error) {
-	var n int
-	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.TABLES
+	n, err := s.tables(ctx)
+	return n > 0, err
+}
+
+// tables counts the store's tables that exist: 0, 1 or 2.
+func (s *Store) tables(ctx context.Context) (n int, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.TABLES
 WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (?, ?)`, s.base.Prefix+"fixed", s.base.Prefix+"state").Scan(&n)
-	return n == 2, err
+	return n, err
 }
 
 // Connections returns how many client connections the server accepts in

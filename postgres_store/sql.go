@@ -117,8 +117,8 @@ var ErrRefused = errors.New("postgresstore: the server refused the connection's 
 // server refused (see ErrRefused), and another error when it cannot be
 // reached — an outage, which the fail policy handles once hits come.
 func (s *Store) CheckServer(ctx context.Context) error {
-	ok, err := s.HasTables(ctx)
-	if err == nil && !ok {
+	n, err := s.tables(ctx)
+	if err == nil && n < 2 {
 		err = s.CreateTables(ctx)
 		// CREATE … IF NOT EXISTS is not safe against itself: of two
 		// sessions creating one table, the second can fail on the
@@ -141,12 +141,17 @@ func createRace(err error) bool {
 	return errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P07" || pe.Code == "42710")
 }
 
-// HasTables reports whether both of the store's tables exist.
+// HasTables reports whether either of the store's tables exists.
 func (s *Store) HasTables(ctx context.Context) (bool, error) {
-	var ok bool
-	err := s.pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL",
-		s.base.Prefix+"fixed", s.base.Prefix+"state").Scan(&ok)
-	return ok, err
+	n, err := s.tables(ctx)
+	return n > 0, err
+}
+
+// tables counts the store's tables that exist: 0, 1 or 2.
+func (s *Store) tables(ctx context.Context) (n int, err error) {
+	err = s.pool.QueryRow(ctx, "SELECT (to_regclass($1) IS NOT NULL)::int + (to_regclass($2) IS NOT NULL)::int",
+		s.base.Prefix+"fixed", s.base.Prefix+"state").Scan(&n)
+	return n, err
 }
 
 // Connections returns how many client connections the server accepts

@@ -162,7 +162,7 @@ func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time
 		// A wrong password or database is a configuration to fix, not an
 		// outage: under no policy is the hit let through for it.
 		s.log.Error("redisstore: redis refused the connection's settings", "key", rkey, "err", err)
-		return ratelab.Decision{}, fmt.Errorf("redisstore: %w: %w", ErrRefused, err)
+		return ratelab.Decision{}, fmt.Errorf("%w: %w", ErrRefused, err) // ErrRefused names the package
 	}
 	return s.fail.Fail(ctx, slog.String("key", rkey), r, key, now, err)
 }

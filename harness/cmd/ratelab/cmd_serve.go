@@ -108,6 +108,10 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, usagef("-addr %s: %v", *addr, err)
 	}
 	defer ln.Close()
+	// Listen for the signals before the URL is out: a script may send one
+	// the moment it reads it.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	h, err := harness.Start(harness.Config{Model: m, App: app, Workers: f.workers, Listener: ln})
 	if err != nil {
 		return 0, err
@@ -119,8 +123,6 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	fmt.Fprintf(stderr, "\ntry: for i in $(seq 35); do curl -s -o /dev/null -w '%%{http_code} ' -X POST %s; done; echo\nCtrl-C stops it\n", h.URL)
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	<-ctx.Done()
 	if err := h.Close(); err != nil {
 		return 0, err
