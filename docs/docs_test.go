@@ -4,7 +4,6 @@ package docs
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -233,13 +232,16 @@ func TestAReaderPastesEveryCommand(t *testing.T) {
 	var script strings.Builder
 	script.WriteString(setPath + "\nexport TZ=UTC\n")
 	for i, s := range all {
-		fmt.Fprintf(&script, "%s\nprintf '\\n@@@ %d %%d @@@\\n' $?\n", s.command, i)
+		fmt.Fprintf(&script, "%s\nprintf '\\n@@@ %d %%d @@@\\n' $?\nprintf '\\n@@@ %d @@@\\n' >&2\n", s.command, i, i)
 	}
 	cmd := exec.Command("bash", "-c", script.String())
 	cmd.Dir = clone
-	var stdout bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, io.Discard // the pages show stdout, as the weaver runs them
-	require.NoError(t, cmd.Run())
+	// The pages show stdout, as the weaver runs them; stderr is kept to
+	// say why a command printed something else.
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "stderr:\n%s", stderr.String())
+	errs := regexp.MustCompile(`\n@@@ \d+ @@@\n`).Split(stderr.String(), -1)
 
 	rest := stdout.String()
 	for i, s := range all {
@@ -254,7 +256,7 @@ func TestAReaderPastesEveryCommand(t *testing.T) {
 			got += "[exit status " + code + "]\n"
 		}
 		if got != s.output {
-			t.Errorf("%s: $ %s\nprinted:\n%s\nthe page shows:\n%s", s.page, s.command, got, s.output)
+			t.Errorf("%s: $ %s\nprinted:\n%s\nthe page shows:\n%s\nits stderr:\n%s", s.page, s.command, got, s.output, errs[min(i, len(errs)-1)])
 		}
 		rest = rest[loc[1]:]
 	}

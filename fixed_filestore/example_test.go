@@ -33,13 +33,21 @@ func ExampleStore() {
 			log.Fatal(err)
 		}
 		d, err := store.TakeAt(context.Background(), rule, key, now)
+		store.Close()
 		if err != nil {
 			log.Fatal(err)
 		}
 		fmt.Printf("process %d: allowed %v, remaining %d, reset after %v\n", process, d.Allowed, d.Remaining, d.ResetAfter)
 	}
-	store, _ := fixedfilestore.New(base, fixedfilestore.Options{})
-	state, _ := os.ReadFile(store.Path(rule, key))
+	store, err := fixedfilestore.New(base, fixedfilestore.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+	state, err := os.ReadFile(store.Path(rule, key))
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Printf("%s\n", state)
 	// Output:
 	// process 1: allowed true, remaining 29, reset after 1h0m0s
@@ -59,6 +67,7 @@ func ExampleOptions_failClosed() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	defer store.Close()
 	limiter, err := ratelab.NewLimiter(store, ratelab.Rule{Name: "login", Limit: 5, Window: 15 * time.Minute, Algorithm: ratelab.SlidingLog})
 	if err != nil {
 		log.Fatal(err)
@@ -83,6 +92,7 @@ func ExampleStore_SweepAt() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	defer store.Close()
 	now, ctx := time.Date(2026, 7, 9, 3, 0, 0, 0, time.UTC), context.Background()
 	rule := ratelab.Rule{Name: "demo-start", Limit: 30, Window: time.Hour}
 	store.TakeAt(ctx, rule, "ip:203.0.113.7", now.Add(-2*time.Hour)) // its window ended an hour ago

@@ -5,6 +5,7 @@ package fixedfilestore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"time"
 
@@ -12,8 +13,8 @@ import (
 )
 
 func supported() error {
-	return errors.New("fixedfilestore: needs flock(2) semantics (advisory whole-file locks owned by the open file, " +
-		"released when the holder dies), available on Linux, macOS and the BSDs, not on " + runtime.GOOS)
+	return fmt.Errorf("fixedfilestore: needs flock(2) semantics (advisory whole-file locks owned by the open file, "+
+		"released when the holder dies), available on Linux, macOS and the BSDs, not on %s: %w", runtime.GOOS, errors.ErrUnsupported)
 }
 
 func (s *Store) update(context.Context, string, ratelab.Rule, time.Time) (ratelab.Decision, error) {

@@ -271,12 +271,3 @@ type Tally struct{ Served, Allowed, Throttled int64 }
 // Tally returns the workers' result lines summed, once Close has returned;
 // it is zero for the cgi model, whose children answer through CGI.
 func (h *Host) Tally() Tally { return h.tally }
-
-// Pids returns the process ids of the long-lived workers.
-func (h *Host) Pids() []int {
-	var pids []int
-	for _, w := range h.workers {
-		pids = append(pids, w.proc.Cmd.Process.Pid)
-	}
-	return pids
-}

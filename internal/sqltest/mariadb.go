@@ -50,16 +50,7 @@ func StartMariaDB(args ...string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "sqltest-mariadb-")
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{dir: dir}
-	if err := s.startMariaDB(server, install, args); err != nil {
-		s.Stop()
-		return nil, fmt.Errorf("sqltest: mariadb: %w", err)
-	}
-	return s, nil
+	return startIn("mariadb", func(s *Server) error { return s.startMariaDB(server, install, args) })
 }
 
 func (s *Server) startMariaDB(server, install string, args []string) error {

@@ -53,16 +53,7 @@ func StartPostgres(args ...string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "sqltest-postgres-")
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{dir: dir}
-	if err := s.startPostgres(bindir, args); err != nil {
-		s.Stop()
-		return nil, fmt.Errorf("sqltest: postgres: %w", err)
-	}
-	return s, nil
+	return startIn("postgres", func(s *Server) error { return s.startPostgres(bindir, args) })
 }
 
 func (s *Server) startPostgres(bindir string, args []string) error {

@@ -79,18 +79,42 @@ func (s *Server) waitReady(limit time.Duration, logFile string, ping func(contex
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("not ready: %w; log: %s", err, tail(logFile))
+		return fmt.Errorf("not ready: %w; log:%s", err, logOf(logFile))
 	}
 	return nil
 }
 
-// tail returns the end of a log file, for an error.
-func tail(path string) string {
-	b, _ := os.ReadFile(path)
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
+// logOf returns a log file whole, for an error: the cause of a failed
+// start is often far from the end.
+func logOf(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
 	}
-	return string(b)
+	return "\n" + string(b)
+}
+
+// startIn makes a fresh directory named for kind and starts a server in it
+// with start; a start that fails is tried once more in another fresh
+// directory, on another port — a busy machine can fail one (an install
+// script timing out, a port taken between choosing and binding). Both
+// failures are reported, each with its whole log.
+func startIn(kind string, start func(s *Server) error) (*Server, error) {
+	var errs []error
+	for try := 1; try <= 2; try++ {
+		dir, err := os.MkdirTemp("", "sqltest-"+kind+"-")
+		if err != nil {
+			return nil, err
+		}
+		s := &Server{dir: dir}
+		err = start(s)
+		if err == nil {
+			return s, nil
+		}
+		s.Stop()
+		errs = append(errs, fmt.Errorf("sqltest: %s, try %d: %w", kind, try, err))
+	}
+	return nil, errors.Join(errs...)
 }
 
 // account is the system user a server runs as: nil when this process is
@@ -145,7 +169,7 @@ func run(a *account, logFile, path string, args ...string) error {
 		return err
 	}
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s: %w: %s", filepath.Base(path), err, tail(logFile))
+		return fmt.Errorf("%s: %w; log:%s", filepath.Base(path), err, logOf(logFile))
 	}
 	return nil
 }

@@ -1,0 +1,11 @@
+package harness
+
+// Pids returns the process ids of the long-lived workers, for tests that
+// kill one.
+func (h *Host) Pids() []int {
+	var pids []int
+	for _, w := range h.workers {
+		pids = append(pids, w.proc.Cmd.Process.Pid)
+	}
+	return pids
+}
