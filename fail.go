@@ -107,7 +107,8 @@ func (f *Failer) Policy() FailPolicy { return f.policy }
 // would be; fail-closed returns an error wrapping ErrUnavailable;
 // fail-local returns the in-process store's decision, with Local and
 // NotCounted set. If ctx has ended, the caller gave up: Fail returns ctx's
-// error under every policy, since nobody waits for the answer.
+// error under every policy, since nobody waits for the answer. r is the
+// rule as the store admitted it (algorithm.Rules.Admit): normalized.
 func (f *Failer) Fail(ctx context.Context, where slog.Attr, r Rule, key string, now time.Time, cause error) (Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return Decision{}, fmt.Errorf("%s: %w", f.pkg, err)
@@ -132,7 +133,6 @@ func (f *Failer) Fail(ctx context.Context, where slog.Attr, r Rule, key string, 
 		return d, nil
 	}
 	f.log.Warn(f.pkg+": hit not counted (fail-open): rate-limit state unavailable", where, "rule", r.Name, "err", cause)
-	r = r.Normalized()
 	return Decision{Rule: r, Allowed: true, Remaining: r.Limit - 1, ResetAfter: r.Window, NotCounted: cause}, nil
 }
 

@@ -42,3 +42,69 @@ func TestWhatPackagesLink(t *testing.T) {
 		}
 	}
 }
+
+// layers orders the module's packages from the bottom up, by the folder
+// they live in (the longest prefix that matches names a package's layer).
+// A package may import its own layer and the layers below it, never one
+// above: internal/ holds what the stores build on, internal/lab what
+// drives whole stores (private servers, loads, benchmarks, the stores'
+// shared tests). Test files may reach up — a store's tests use
+// internal/lab/storetest — so only the packages' own imports are held.
+var layers = [][]string{
+	{"internal/barchart", "internal/childproc", "internal/claim", "internal/floor", "internal/freeport",
+		"internal/hostport", "internal/poll", "internal/redact", "internal/seqchart", "internal/syncbuf", "internal/weave"},
+	{"", "algorithm"}, // the contract, and the algorithms' pure steps
+	{"broken_inmemory"},
+	{"internal/sqlstore"},
+	{"fixed_filestore", "redis_store", "mysql_store", "postgres_store", "httplimit"},
+	{"internal/lab"},
+	{"race_tests", "window_boundary", "database_lock", "beyond_one_host"},
+	{"harness", "docs"},
+	{"harness/cmd"},
+}
+
+// layerOf returns the layer of the package at rel, the path below the
+// module, by its longest matching folder in layers; -1 if none matches.
+func layerOf(rel string) int {
+	best, bestLen := -1, -1
+	for i, folders := range layers {
+		for _, f := range folders {
+			match := rel == f || f == "" || strings.HasPrefix(rel, f+"/")
+			if match && len(f) > bestLen {
+				best, bestLen = i, len(f)
+			}
+		}
+	}
+	return best
+}
+
+// TestImportsPointDown holds every package's imports to its layer and
+// below.
+func TestImportsPointDown(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("the go command is not on PATH")
+	}
+	const module = "github.com/ratelab/ratelab"
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	rel := func(p string) string { return strings.TrimPrefix(strings.TrimPrefix(p, module), "/") }
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		pkg := rel(f[0])
+		from := layerOf(pkg)
+		if from < 0 {
+			t.Errorf("package %q has no layer: add its folder to layers", pkg)
+			continue
+		}
+		for _, imp := range f[1:] {
+			if imp != module && !strings.HasPrefix(imp, module+"/") {
+				continue
+			}
+			if to := layerOf(rel(imp)); to > from {
+				t.Errorf("%q (layer %d) imports %q (layer %d): imports point down", pkg, from, rel(imp), to)
+			}
+		}
+	}
+}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
-	"github.com/ratelab/ratelab/internal/storetest"
+	"github.com/ratelab/ratelab/internal/lab/storetest"
 )
 
 var t0 = time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)

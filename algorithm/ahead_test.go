@@ -81,8 +81,8 @@ func aheadCases() []aheadCase {
 func TestStateFurtherAheadThanAnyRuleWritesIsReplaced(t *testing.T) {
 	for _, tt := range aheadCases() {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := algorithm.Take(nil, []byte(tt.state), tt.rule, aheadAt)
-			fresh, ferr := algorithm.Take(nil, nil, tt.rule, aheadAt)
+			got, err := algorithm.Take(nil, []byte(tt.state), tt.rule.Normalized(), aheadAt)
+			fresh, ferr := algorithm.Take(nil, nil, tt.rule.Normalized(), aheadAt)
 			if ferr != nil {
 				t.Fatalf("Take on the absent state: %v", ferr)
 			}
@@ -131,7 +131,7 @@ func TestFurthestStatesAreKept(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var state []byte
 			for range tt.hits {
-				res, err := algorithm.Take(nil, state, tt.writer, t0)
+				res, err := algorithm.Take(nil, state, tt.writer.Normalized(), t0)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -139,7 +139,7 @@ func TestFurthestStatesAreKept(t *testing.T) {
 					state = res.State
 				}
 			}
-			got, err := algorithm.Take(nil, state, tt.later, t0.Add(-ratelab.MaxSkew))
+			got, err := algorithm.Take(nil, state, tt.later.Normalized(), t0.Add(-ratelab.MaxSkew))
 			switch {
 			case tt.want == conflict:
 				if !errors.Is(err, ratelab.ErrRuleConflict) {

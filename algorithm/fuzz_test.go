@@ -74,7 +74,7 @@ func FuzzTake(f *testing.F) {
 		if window > int64(ratelab.MaxWindow/time.Second) || ratelab.CheckHit(r, now) != nil {
 			return
 		}
-		res, err := algorithm.Take(nil, old, r, now)
+		res, err := algorithm.Take(nil, old, r.Normalized(), now)
 		if err != nil {
 			return // a conflict: the state is left alone
 		}
@@ -86,7 +86,7 @@ func FuzzTake(f *testing.F) {
 			t.Fatalf("rule %v, state %q, now %d: inconsistent decision %+v", r, old, nowMs, d)
 		}
 		if res.State != nil {
-			again, err := algorithm.Take(nil, res.State, r, now)
+			again, err := algorithm.Take(nil, res.State, r.Normalized(), now)
 			if err != nil || again.Replaced != nil {
 				t.Fatalf("rule %v: the state Take wrote, %q, does not decode: %v %v", r, res.State, err, again.Replaced)
 			}

@@ -23,15 +23,15 @@ type Result struct {
 }
 
 // Take applies one hit of r at now to old, the state's encoding (empty
-// when absent), and appends the new encoding to dst. r must be valid
-// (see ratelab.CheckHit). An error wraps ratelab.ErrRuleConflict: old
+// when absent), and appends the new encoding to dst. r is the rule as
+// Rules.Admit returns it — valid and normalized — and is not checked
+// again here. An error wraps ratelab.ErrRuleConflict: old
 // belongs to another rule of the same name, and must be left untouched.
 // A state no rule could have written — one that cannot be decoded, or
 // lies further ahead of now than any rule writes (see the package
 // documentation) — is replaced by a fresh one, on which the hit is
 // decided: Result.Replaced says why.
 func Take(dst, old []byte, r ratelab.Rule, now time.Time) (Result, error) {
-	r = r.Normalized()
 	if n := MaxStateSize(r); len(old) > n {
 		return takeFresh(dst, r, now, fmt.Errorf("algorithm: state is larger than %d bytes", n))
 	}
@@ -129,12 +129,12 @@ func Suffix(a ratelab.Algorithm) string {
 }
 
 // MaxStateSize is the largest valid encoding of a state of any rule of
-// r's algorithm: a store reads at most one byte more, and treats more as
+// r's algorithm (r normalized): a store reads at most one byte more, and treats more as
 // corrupt. For a sliding log it is that of a log at ratelab.MaxLogLimit,
 // whatever r.Limit: a log filled before the limit was lowered is valid,
 // and Take trims it to the new limit rather than replacing it.
 func MaxStateSize(r ratelab.Rule) int {
-	if r.Normalized().Algorithm == ratelab.SlidingLog {
+	if r.Algorithm == ratelab.SlidingLog {
 		return maxLogSize
 	}
 	return 160
@@ -144,13 +144,17 @@ func MaxStateSize(r ratelab.Rule) int {
 // instants of at most 15 bytes each, comma included, and the rest.
 const maxLogSize = 64 + 16*ratelab.MaxLogLimit
 
-// Rules remembers, for one store, the rule it has taken hits of under each
-// name and algorithm, so that two different rules sharing a name inside one
-// process are reported at their first hit, naming both, rather than
-// counting into each other's state. The zero value is ready; it is safe for
-// concurrent use.
+// Rules is where a store checks each rule once. At a rule's first hit it
+// validates the rule, fills in its defaults (Rule.Normalized) and makes
+// sure no other rule with the same name and algorithm came before, so that
+// two different rules sharing a name inside one process are reported at
+// their first hit, naming both, rather than counting into each other's
+// state; every later hit of that rule is one map lookup. It remembers every
+// rule it is given, and rules come from code, not from clients. The zero
+// value is ready; it is safe for concurrent use.
 type Rules struct {
-	m sync.Map // ruleID → ratelab.Rule
+	given  sync.Map // ratelab.Rule as given → the same rule, checked and normalized
+	byName sync.Map // ruleID → the normalized rule first seen with that name and algorithm
 }
 
 type ruleID struct {
@@ -158,31 +162,28 @@ type ruleID struct {
 	alg  ratelab.Algorithm
 }
 
-// Admit is what every store checks before it takes a hit of r at now:
-// the rule and instant are valid (ratelab.CheckHit), and no other rule
-// with r's name and algorithm was seen before (Check).
-func (rs *Rules) Admit(r ratelab.Rule, now time.Time) error {
-	if err := ratelab.CheckHit(r, now); err != nil {
-		return err
+// Admit is what every store does first at a hit of r at now: it checks
+// the instant (ratelab.CheckInstant) and returns r as the rest of the hit
+// uses it — checked and normalized at its first hit, looked up after. The
+// error is r's first problem (ratelab.Rule.Validate), or a
+// *ratelab.ConflictError if another rule with r's name and algorithm came
+// first.
+func (rs *Rules) Admit(r ratelab.Rule, now time.Time) (ratelab.Rule, error) {
+	if err := ratelab.CheckInstant(now); err != nil {
+		return ratelab.Rule{}, err
 	}
-	return rs.Check(r)
-}
-
-// Check reports a *ratelab.ConflictError if another rule with r's name and
-// algorithm was seen before.
-func (rs *Rules) Check(r ratelab.Rule) error {
-	r = r.Normalized()
-	id := ruleID{r.Name, r.Algorithm}
-	if v, ok := rs.m.Load(id); ok {
-		if seen := v.(ratelab.Rule); seen != r {
-			return &ratelab.ConflictError{Rule: r, Other: seen.String()}
-		}
-		return nil
+	if n, ok := rs.given.Load(r); ok {
+		return n.(ratelab.Rule), nil
 	}
-	if v, loaded := rs.m.LoadOrStore(id, r); loaded && v.(ratelab.Rule) != r {
-		return &ratelab.ConflictError{Rule: r, Other: v.(ratelab.Rule).String()}
+	if err := r.Validate(); err != nil {
+		return ratelab.Rule{}, err
 	}
-	return nil
+	n := r.Normalized()
+	if seen, _ := rs.byName.LoadOrStore(ruleID{n.Name, n.Algorithm}, n); seen.(ratelab.Rule) != n {
+		return ratelab.Rule{}, &ratelab.ConflictError{Rule: n, Other: seen.(ratelab.Rule).String()}
+	}
+	rs.given.Store(r, n)
+	return n, nil
 }
 
 // since is max(0, at − now), at and now in Unix milliseconds.

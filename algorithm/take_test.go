@@ -86,7 +86,7 @@ func TestHugeCountIsRefusedNotOverflowed(t *testing.T) {
 	r := ratelab.Rule{Name: "r", Limit: 5, Window: time.Hour, Refusals: ratelab.IgnoreRefusals}
 	now := time.Unix(1_780_000_000, 0)
 	old := algorithm.Fixed{Count: math.MaxInt64, ResetAt: now.Unix() + 60}.Append(nil)
-	res, err := algorithm.Take(nil, old, r, now)
+	res, err := algorithm.Take(nil, old, r.Normalized(), now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,10 +60,11 @@ func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.D
 // another (ratelab.ErrRuleConflict); it never waits, so ctx is not
 // consulted.
 func (s *Store) TakeAt(_ context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
-	if err := s.rules.Admit(r, now); err != nil {
+	r, err := s.rules.Admit(r, now)
+	if err != nil {
 		return ratelab.Decision{}, err
 	}
-	id := r.StateKey(key) + algorithm.Suffix(r.Normalized().Algorithm)
+	id := r.StateKey(key) + algorithm.Suffix(r.Algorithm)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	res, err := algorithm.Take(nil, s.states[id], r, now)

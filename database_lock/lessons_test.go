@@ -10,7 +10,7 @@ import (
 	databaselock "github.com/ratelab/ratelab/database_lock"
 	"github.com/ratelab/ratelab/internal/childproc"
 	"github.com/ratelab/ratelab/internal/claim"
-	"github.com/ratelab/ratelab/internal/sqltest"
+	"github.com/ratelab/ratelab/internal/lab/sqlserver"
 )
 
 func TestMain(m *testing.M) {
@@ -21,10 +21,10 @@ func TestMain(m *testing.M) {
 func TestLessons(t *testing.T) {
 	for _, tc := range []struct {
 		key   string
-		start func(sqltest.TB) *sqltest.Server
+		start func(sqlserver.TB) *sqlserver.Server
 	}{
-		{"mariadb", sqltest.MariaDBForTest},
-		{"postgres", sqltest.PostgresForTest},
+		{"mariadb", sqlserver.MariaDBForTest},
+		{"postgres", sqlserver.PostgresForTest},
 	} {
 		t.Run(tc.key, func(t *testing.T) {
 			srv := tc.start(t)

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ratelab/ratelab/internal/redistest"
-	"github.com/ratelab/ratelab/internal/sqltest"
+	"github.com/ratelab/ratelab/internal/lab/redisserver"
+	"github.com/ratelab/ratelab/internal/lab/sqlserver"
 	"github.com/ratelab/ratelab/internal/weave"
 )
 
@@ -144,12 +144,12 @@ func freshClone(t *testing.T, root string) (string, func(args ...string) string)
 // PostgreSQL. "" when all are there.
 func serversMissing() string {
 	switch {
-	case !redistest.Available():
-		return "redis-server not found, and the pages run ratelab redis: install it with " + redistest.InstallHint
-	case !sqltest.MariaDBAvailable():
-		return "mariadbd not found, and the pages run ratelab db: install it with " + sqltest.MariaDBInstallHint
-	case !sqltest.PostgresAvailable():
-		return "PostgreSQL's server not found, and the pages run ratelab db: install it with " + sqltest.PostgresInstallHint
+	case !redisserver.Available():
+		return "redis-server not found, and the pages run ratelab redis: install it with " + redisserver.InstallHint
+	case !sqlserver.MariaDBAvailable():
+		return "mariadbd not found, and the pages run ratelab db: install it with " + sqlserver.MariaDBInstallHint
+	case !sqlserver.PostgresAvailable():
+		return "PostgreSQL's server not found, and the pages run ratelab db: install it with " + sqlserver.PostgresInstallHint
 	}
 	return ""
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
-	"github.com/ratelab/ratelab/internal/storetest"
+	"github.com/ratelab/ratelab/internal/lab/storetest"
 )
 
 // A fixed window ending further ahead than any rule's window and MaxSkew

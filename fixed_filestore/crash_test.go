@@ -20,7 +20,7 @@ import (
 	"github.com/ratelab/ratelab"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/internal/childproc"
-	"github.com/ratelab/ratelab/internal/storetest"
+	"github.com/ratelab/ratelab/internal/lab/storetest"
 )
 
 // A crash case is a state built by hits at prep (offsets from t0, a whole

@@ -167,7 +167,7 @@ func (s *Store) path(r ratelab.Rule, key string) string {
 	var hb [64]byte
 	hex.Encode(hb[:], sum[:])
 	var pb [512]byte
-	p := append(append(append(append(pb[:0], s.dir...), filepath.Separator), hb[:]...), algorithm.Suffix(r.Normalized().Algorithm)...)
+	p := append(append(append(append(pb[:0], s.dir...), filepath.Separator), hb[:]...), algorithm.Suffix(r.Algorithm)...)
 	return string(p)
 }
 
@@ -192,7 +192,8 @@ func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.D
 // another rule with the same name (ratelab.ErrRuleConflict, the file left
 // as it was), are errors under every policy.
 func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
-	if err := s.rules.Admit(r, now); err != nil {
+	r, err := s.rules.Admit(r, now)
+	if err != nil {
 		return ratelab.Decision{}, err
 	}
 	path := s.path(r, key)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
-	"github.com/ratelab/ratelab/internal/storetest"
+	"github.com/ratelab/ratelab/internal/lab/storetest"
 )
 
 // age sets path's mtime to at.

@@ -24,8 +24,8 @@ import (
 	"github.com/ratelab/ratelab/algorithm"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/internal/childproc"
-	"github.com/ratelab/ratelab/internal/storetest"
-	"github.com/ratelab/ratelab/internal/stress"
+	"github.com/ratelab/ratelab/internal/lab/storetest"
+	"github.com/ratelab/ratelab/internal/lab/stress"
 	"github.com/ratelab/ratelab/internal/syncbuf"
 )
 

@@ -16,7 +16,7 @@ import (
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/childproc"
-	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/internal/lab/redisserver"
 )
 
 // The test binary is also every child process: childproc.RunIfChild turns a
@@ -200,7 +200,7 @@ func TestFailClosedServesServiceUnavailable(t *testing.T) {
 // Beyond one host: two hosts, each with its own files, let 2 × limit
 // through; Redis, shared by every process on both, holds the limit.
 func TestTwoHostsAndRedis(t *testing.T) {
-	srv := redistest.ForTest(t)
+	srv := redisserver.ForTest(t)
 	c := srv.Client()
 	defer c.Close()
 	tests := []struct {

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/internal/lab/redisserver"
 )
 
 // clientFrom returns an HTTP client whose connections come from the
@@ -133,10 +133,10 @@ func TestMetricsAtSlashMetrics(t *testing.T) {
 // The endpoint under CGI, every request a new process, counting in a
 // three-primary Redis Cluster named by a cluster URL: 429 from #31.
 func TestCGIThrottlesOnARedisCluster(t *testing.T) {
-	if !redistest.Available() {
-		t.Skip("redis-server not found: install it with " + redistest.InstallHint)
+	if !redisserver.Available() {
+		t.Skip("redis-server not found: install it with " + redisserver.InstallHint)
 	}
-	cl := redistest.ClusterForTest(t)
+	cl := redisserver.ClusterForTest(t)
 	a := harness.App{Store: "redis", RedisURL: cl.URL(), Limit: 30, Window: time.Hour}
 	h, err := harness.Start(harness.Config{Model: harness.CGI, App: a, Stderr: new(strings.Builder)})
 	require.NoError(t, err)

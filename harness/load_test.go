@@ -17,9 +17,9 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/internal/lab/redisserver"
+	"github.com/ratelab/ratelab/internal/lab/sqlserver"
 	"github.com/ratelab/ratelab/internal/sqlstore"
-	"github.com/ratelab/ratelab/internal/sqltest"
 	"github.com/ratelab/ratelab/internal/syncbuf"
 	"github.com/ratelab/ratelab/internal/weave"
 )
@@ -39,15 +39,15 @@ func TestLoadIsNotAnOutage(t *testing.T) {
 	exe := filepath.Join(t.TempDir(), "bin")
 	require.NoError(t, weave.BuildBinaries("..", exe))
 	apps := map[string]harness.App{"file": {Store: "file"}}
-	if redistest.Available() {
-		apps["redis"] = harness.App{Store: "redis", RedisURL: redistest.ForTest(t).URL()}
+	if redisserver.Available() {
+		apps["redis"] = harness.App{Store: "redis", RedisURL: redisserver.ForTest(t).URL()}
 	}
 	db := map[harness.Model]string{harness.Pool: "/1", harness.CGI: "/2"} // a database of its own each
-	if sqltest.MariaDBAvailable() {
-		apps["mysql"] = harness.App{Store: "mysql", DSN: sqltest.MariaDBForTest(t).DSN}
+	if sqlserver.MariaDBAvailable() {
+		apps["mysql"] = harness.App{Store: "mysql", DSN: sqlserver.MariaDBForTest(t).DSN}
 	}
-	if sqltest.PostgresAvailable() {
-		apps["postgres"] = harness.App{Store: "postgres", DSN: sqltest.PostgresForTest(t).DSN}
+	if sqlserver.PostgresAvailable() {
+		apps["postgres"] = harness.App{Store: "postgres", DSN: sqlserver.PostgresForTest(t).DSN}
 	}
 	for _, c := range loadCases() {
 		t.Run(c.name, func(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 	"github.com/ratelab/ratelab"
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 	"github.com/ratelab/ratelab/httplimit"
-	"github.com/ratelab/ratelab/internal/storetest"
+	"github.com/ratelab/ratelab/internal/lab/storetest"
 )
 
 // Header conformance, case by case: the status, Retry-After (an integer,

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/internal/sqltest"
-	"github.com/ratelab/ratelab/internal/storetest"
+	"github.com/ratelab/ratelab/internal/lab/sqlserver"
+	"github.com/ratelab/ratelab/internal/lab/storetest"
 )
 
 // BenchmarkHit compares a fixed-window hit with SELECT 1 and a one-row
@@ -14,7 +14,7 @@ import (
 // ./mysql_store).
 func BenchmarkHit(b *testing.B) {
 	if server == nil {
-		b.Skip("mariadbd not found: install it with " + sqltest.MariaDBInstallHint)
+		b.Skip("mariadbd not found: install it with " + sqlserver.MariaDBInstallHint)
 	}
 	url := server.DSN
 	pool := open(b, url, 5*time.Second)

@@ -15,17 +15,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/internal/lab/sqlserver"
+	"github.com/ratelab/ratelab/internal/lab/storetest"
 	"github.com/ratelab/ratelab/internal/poll"
-	"github.com/ratelab/ratelab/internal/sqltest"
-	"github.com/ratelab/ratelab/internal/storetest"
 	mysqlstore "github.com/ratelab/ratelab/mysql_store"
 )
 
 // server is one private MariaDB for the package's tests, started by
 // TestMain; nil when MariaDB is not installed (each test then skips).
-var server *sqltest.Server
+var server *sqlserver.Server
 
-func TestMain(m *testing.M) { sqltest.Main(m, sqltest.StartMariaDB, &server) }
+func TestMain(m *testing.M) { sqlserver.Main(m, sqlserver.StartMariaDB, &server) }
 
 // connect opens dsn for t and returns a constructor of stores on it.
 func connect(t testing.TB, dsn string, timeout time.Duration) func(storetest.Options) storetest.DatabaseStore {
@@ -49,7 +49,7 @@ func open(t testing.TB, dsn string, timeout time.Duration) *sql.DB {
 func skipWithoutServer(t *testing.T) {
 	t.Helper()
 	if server == nil {
-		t.Skip("mariadbd not found: install it with " + sqltest.MariaDBInstallHint)
+		t.Skip("mariadbd not found: install it with " + sqlserver.MariaDBInstallHint)
 	}
 }
 
@@ -58,7 +58,7 @@ func TestStore(t *testing.T) {
 	storetest.RunDatabase(t, storetest.Database{Pkg: "mysqlstore", Connect: connect, DSN: server.DSN,
 		Unreachable:   "ratelab:x@tcp(127.0.0.1:1)/ratelab",
 		WrongPassword: "ratelab:wrong@tcp(" + server.Addr + ")/ratelab",
-		MissingDB:     "ratelab:" + sqltest.Password + "@tcp(" + server.Addr + ")/nosuchdb",
+		MissingDB:     "ratelab:" + sqlserver.Password + "@tcp(" + server.Addr + ")/nosuchdb",
 		Refused:       mysqlstore.ErrRefused, SweepSize: mysqlstore.SweepBatch,
 		Hold: func(t testing.TB, dsn, table, k string) func() {
 			tx, err := open(t, dsn, 5*time.Second).Begin()

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/internal/sqltest"
-	"github.com/ratelab/ratelab/internal/storetest"
+	"github.com/ratelab/ratelab/internal/lab/sqlserver"
+	"github.com/ratelab/ratelab/internal/lab/storetest"
 )
 
 // BenchmarkHit compares a fixed-window hit with SELECT 1 and a one-row
@@ -16,7 +16,7 @@ import (
 // the flush).
 func BenchmarkHit(b *testing.B) {
 	if server == nil {
-		b.Skip("PostgreSQL's server not found: install it with " + sqltest.PostgresInstallHint)
+		b.Skip("PostgreSQL's server not found: install it with " + sqlserver.PostgresInstallHint)
 	}
 	url := server.DSN + os.Getenv("BENCH_PG_PARAMS")
 	pool := open(b, url, 5*time.Second)

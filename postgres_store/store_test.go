@@ -12,16 +12,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ratelab/ratelab/internal/sqltest"
-	"github.com/ratelab/ratelab/internal/storetest"
+	"github.com/ratelab/ratelab/internal/lab/sqlserver"
+	"github.com/ratelab/ratelab/internal/lab/storetest"
 	postgresstore "github.com/ratelab/ratelab/postgres_store"
 )
 
 // server is one private PostgreSQL for the package's tests, started by
 // TestMain; nil when PostgreSQL is not installed (each test then skips).
-var server *sqltest.Server
+var server *sqlserver.Server
 
-func TestMain(m *testing.M) { sqltest.Main(m, sqltest.StartPostgres, &server) }
+func TestMain(m *testing.M) { sqlserver.Main(m, sqlserver.StartPostgres, &server) }
 
 // connect opens url for t and returns a constructor of stores on it.
 func connect(t testing.TB, url string, timeout time.Duration) func(storetest.Options) storetest.DatabaseStore {
@@ -45,7 +45,7 @@ func open(t testing.TB, url string, timeout time.Duration) *pgxpool.Pool {
 func skipWithoutServer(t *testing.T) {
 	t.Helper()
 	if server == nil {
-		t.Skip("PostgreSQL's server not found: install it with " + sqltest.PostgresInstallHint)
+		t.Skip("PostgreSQL's server not found: install it with " + sqlserver.PostgresInstallHint)
 	}
 }
 
@@ -54,7 +54,7 @@ func TestStore(t *testing.T) {
 	storetest.RunDatabase(t, storetest.Database{Pkg: "postgresstore", Connect: connect, DSN: server.DSN,
 		Unreachable:   "postgres://ratelab:x@127.0.0.1:1/ratelab",
 		WrongPassword: "postgres://ratelab:wrong@" + server.Addr + "/ratelab",
-		MissingDB:     "postgres://ratelab:" + sqltest.Password + "@" + server.Addr + "/nosuchdb",
+		MissingDB:     "postgres://ratelab:" + sqlserver.Password + "@" + server.Addr + "/nosuchdb",
 		Refused:       postgresstore.ErrRefused, SweepSize: postgresstore.SweepBatch,
 		Hold: func(t testing.TB, dsn, table, k string) func() {
 			ctx := context.Background()

@@ -17,7 +17,7 @@ import (
 	"github.com/ratelab/ratelab"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/internal/childproc"
-	"github.com/ratelab/ratelab/internal/stress"
+	"github.com/ratelab/ratelab/internal/lab/stress"
 )
 
 // The children's roles. Each prints what it did, line by line, and waits

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/ratelab/ratelab/internal/stress"
+	"github.com/ratelab/ratelab/internal/lab/stress"
 )
 
 // StressModes returns the three ways the demonstration's stress run

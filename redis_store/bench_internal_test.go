@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab"
-	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/internal/lab/redisserver"
 )
 
 // BenchmarkTakeRatios runs, in turns in one loop, a trivial EVALSHA (the
@@ -16,10 +16,10 @@ import (
 // Take, against a private redis-server on loopback. The target is
 // take/evalsha ≤ 1.1.
 func BenchmarkTakeRatios(b *testing.B) {
-	if !redistest.Available() {
-		b.Skip("redis-server not found: install it with " + redistest.InstallHint)
+	if !redisserver.Available() {
+		b.Skip("redis-server not found: install it with " + redisserver.InstallHint)
 	}
-	srv, err := redistest.Start()
+	srv, err := redisserver.Start()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -64,10 +64,10 @@ func BenchmarkTakeRatios(b *testing.B) {
 // waits for one replica, on a private primary with a healthy replica: what
 // a hit costs when a failover must not lose it.
 func BenchmarkWaitCost(b *testing.B) {
-	if !redistest.Available() {
-		b.Skip("redis-server not found: install it with " + redistest.InstallHint)
+	if !redisserver.Available() {
+		b.Skip("redis-server not found: install it with " + redisserver.InstallHint)
 	}
-	pair, err := redistest.StartPair()
+	pair, err := redisserver.StartPair()
 	if err != nil {
 		b.Fatal(err)
 	}

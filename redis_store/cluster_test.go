@@ -13,15 +13,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab"
-	"github.com/ratelab/ratelab/internal/redistest"
-	"github.com/ratelab/ratelab/internal/storetest"
+	"github.com/ratelab/ratelab/internal/lab/redisserver"
+	"github.com/ratelab/ratelab/internal/lab/storetest"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
 // Every check every store passes, through a three-primary Redis Cluster
 // and the client NewClient makes of its URL.
 func TestStoreOnACluster(t *testing.T) {
-	cl := redistest.ClusterForTest(t)
+	cl := redisserver.ClusterForTest(t)
 	var n atomic.Int64
 	storetest.Run(t, func(t *testing.T) func() ratelab.Store {
 		prefix := fmt.Sprintf("c%d:", n.Add(1))
@@ -40,7 +40,7 @@ func TestStoreOnACluster(t *testing.T) {
 // key's slot moves from one node to another (MIGRATING/IMPORTING, MIGRATE,
 // SETSLOT NODE): MOVED and ASK redirects are followed and no hit is lost.
 func TestClusterCountsExactlyWhileASlotMoves(t *testing.T) {
-	cl := redistest.ClusterForTest(t)
+	cl := redisserver.ClusterForTest(t)
 	ctx := context.Background()
 	rule := ratelab.Rule{Name: "cluster", Limit: ratelab.MaxLimit, Window: time.Hour}
 	now := time.Now()
@@ -96,7 +96,7 @@ func TestClusterCountsExactlyWhileASlotMoves(t *testing.T) {
 
 // migrateSlot moves slot from the node that holds it to the next one, as
 // redis-cli --cluster reshard does, and returns the new owner's index.
-func migrateSlot(ctx context.Context, cl *redistest.Cluster, slot int) (int, error) {
+func migrateSlot(ctx context.Context, cl *redisserver.Cluster, slot int) (int, error) {
 	ids := make([]string, len(cl.Nodes))
 	for i, s := range cl.Nodes {
 		c := s.Client()

@@ -14,7 +14,7 @@ import (
 
 // Replicated is a primary and its replica that a demonstration can fail
 // over: pause the replica's replication, kill the primary, promote the
-// replica. internal/redistest.Pair is one, made of two private
+// replica. internal/lab/redisserver.Pair is one, made of two private
 // redis-servers.
 type Replicated interface {
 	PrimaryURL() string

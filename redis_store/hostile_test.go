@@ -17,7 +17,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
-	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/internal/lab/redisserver"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
@@ -199,7 +199,7 @@ func hostileGCRA() []hostileCase {
 // the hit is decided (no error, even failing closed) as the first hit of a
 // fresh state, and the hits after it count as usual.
 func TestHostileStateIsReplaced(t *testing.T) {
-	srv := redistest.ForTest(t)
+	srv := redisserver.ForTest(t)
 	c := srv.Client()
 	defer c.Close()
 	for i, hc := range hostileCases() {
@@ -235,7 +235,7 @@ func freshDecisions(t *testing.T, r ratelab.Rule, n int) []ratelab.Decision {
 	var state []byte
 	var out []ratelab.Decision
 	for range n {
-		res, err := algorithm.Take(nil, state, r, hitAt)
+		res, err := algorithm.Take(nil, state, r.Normalized(), hitAt)
 		require.NoError(t, err)
 		if res.State != nil {
 			state = res.State
@@ -306,7 +306,7 @@ func legitCases() []legitCase {
 // hit is decided as package algorithm's step decides it on the same state,
 // and nothing is logged.
 func TestLegitimateStateIsKept(t *testing.T) {
-	srv := redistest.ForTest(t)
+	srv := redisserver.ForTest(t)
 	c := srv.Client()
 	defer c.Close()
 	for i, lc := range legitCases() {
@@ -317,7 +317,7 @@ func TestLegitimateStateIsKept(t *testing.T) {
 			key := s.Key(lc.rule, "k")
 			require.NoError(t, lc.spoil(context.Background(), c, key))
 			before := c.Dump(context.Background(), key).Val()
-			want, wantErr := algorithm.Take(nil, []byte(lc.state), lc.rule, hitAt)
+			want, wantErr := algorithm.Take(nil, []byte(lc.state), lc.rule.Normalized(), hitAt)
 			got, err := s.TakeAt(context.Background(), lc.rule, "k", hitAt)
 			assert.Empty(t, logs.String(), "nothing logged")
 			if wantErr != nil {

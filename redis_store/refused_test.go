@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab"
-	"github.com/ratelab/ratelab/internal/redistest"
-	"github.com/ratelab/ratelab/internal/storetest"
+	"github.com/ratelab/ratelab/internal/lab/redisserver"
+	"github.com/ratelab/ratelab/internal/lab/storetest"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
@@ -19,7 +19,7 @@ import (
 // (fail-open)". Refused settings are a configuration error under every
 // policy: the hit is not let through.
 func TestRefusedSettingsAreNeverAnOutage(t *testing.T) {
-	srv := redistest.ForTest(t)
+	srv := redisserver.ForTest(t)
 	c := srv.Client()
 	defer c.Close()
 	require.NoError(t, c.ConfigSet(context.Background(), "requirepass", "sesame").Err())

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/internal/lab/redisserver"
 	"github.com/ratelab/ratelab/internal/poll"
-	"github.com/ratelab/ratelab/internal/redistest"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
@@ -22,13 +22,13 @@ import (
 // can no longer succeed — the new primary has none — so a fail-closed
 // store with WaitReplicas refuses until a replica rejoins.
 func TestSentinelFailover(t *testing.T) {
-	if !redistest.Available() {
-		t.Skip("redis-server not found: install it with " + redistest.InstallHint)
+	if !redisserver.Available() {
+		t.Skip("redis-server not found: install it with " + redisserver.InstallHint)
 	}
-	pair, err := redistest.StartPair()
+	pair, err := redisserver.StartPair()
 	require.NoError(t, err)
 	t.Cleanup(pair.Stop)
-	sentinel, err := redistest.StartSentinel(pair)
+	sentinel, err := redisserver.StartSentinel(pair)
 	require.NoError(t, err)
 	t.Cleanup(sentinel.Stop)
 

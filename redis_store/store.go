@@ -147,10 +147,10 @@ func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.D
 // rule with the same name (ratelab.ErrRuleConflict, the state left as it
 // was), are errors under every policy.
 func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
-	if err := s.rules.Admit(r, now); err != nil {
+	r, err := s.rules.Admit(r, now)
+	if err != nil {
 		return ratelab.Decision{}, err
 	}
-	r = r.Normalized()
 	rkey := s.Key(r, key)
 	d, err := s.take(ctx, rkey, r, now)
 	switch {

@@ -20,14 +20,14 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/internal/barchart"
-	"github.com/ratelab/ratelab/internal/redistest"
-	"github.com/ratelab/ratelab/internal/storetest"
+	"github.com/ratelab/ratelab/internal/lab/redisserver"
+	"github.com/ratelab/ratelab/internal/lab/storetest"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
 var t0 = storetest.T0
 
-func newStore(t *testing.T, srv *redistest.Server, opts redisstore.Options) *redisstore.Store {
+func newStore(t *testing.T, srv *redisserver.Server, opts redisstore.Options) *redisstore.Store {
 	t.Helper()
 	c := srv.Client()
 	t.Cleanup(func() { c.Close() })
@@ -37,7 +37,7 @@ func newStore(t *testing.T, srv *redistest.Server, opts redisstore.Options) *red
 }
 
 func TestStore(t *testing.T) {
-	srv := redistest.ForTest(t)
+	srv := redisserver.ForTest(t)
 	var n atomic.Int64
 	storetest.Run(t, func(t *testing.T) func() ratelab.Store {
 		prefix := fmt.Sprintf("t%d:", n.Add(1)) // a fresh place for states
@@ -46,7 +46,7 @@ func TestStore(t *testing.T) {
 }
 
 func TestStateSurvivesAcrossInstances(t *testing.T) {
-	srv := redistest.ForTest(t)
+	srv := redisserver.ForTest(t)
 	got := storetest.CrossInstance(t, func(t *testing.T) ratelab.Store { return newStore(t, srv, redisstore.Options{}) })
 	assert.Equal(t, int64(28), got)
 }
@@ -54,7 +54,7 @@ func TestStateSurvivesAcrossInstances(t *testing.T) {
 // Keys reach Redis hashed, with an expiry; the count is exact under
 // concurrency from many clients.
 func TestKeysAreHashedExpireAndCountExactly(t *testing.T) {
-	srv := redistest.ForTest(t)
+	srv := redisserver.ForTest(t)
 	var wg sync.WaitGroup
 	for range 8 {
 		s := newStore(t, srv, redisstore.Options{})
@@ -87,7 +87,7 @@ func TestKeysAreHashedExpireAndCountExactly(t *testing.T) {
 // A window ending further ahead than the rule's window and MaxSkew is
 // another rule's: a conflict, the state untouched.
 func TestFixedWindowTooFarAheadIsAConflict(t *testing.T) {
-	srv := redistest.ForTest(t)
+	srv := redisserver.ForTest(t)
 	s := newStore(t, srv, redisstore.Options{})
 	c := srv.Client()
 	defer c.Close()
@@ -103,7 +103,7 @@ func TestFixedWindowTooFarAheadIsAConflict(t *testing.T) {
 
 // Every algorithm's key carries its name, and every state an expiry.
 func TestEveryAlgorithmHasAKeyWithAnExpiry(t *testing.T) {
-	srv := redistest.ForTest(t)
+	srv := redisserver.ForTest(t)
 	s := newStore(t, srv, redisstore.Options{})
 	c := srv.Client()
 	defer c.Close()
@@ -227,7 +227,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 }
 
 func TestPitfalls(t *testing.T) {
-	srv := redistest.ForTest(t)
+	srv := redisserver.ForTest(t)
 	c := srv.Client()
 	defer c.Close()
 	got, err := redisstore.Pitfalls(context.Background(), c)
@@ -249,10 +249,10 @@ func TestPitfalls(t *testing.T) {
 // replica lagged: the limit is exceeded by as many. WAIT for the replica,
 // fail-closed, lets no such hit through, and the limit holds.
 func TestFailover(t *testing.T) {
-	if !redistest.Available() {
-		t.Skip("redis-server not found: install it with " + redistest.InstallHint)
+	if !redisserver.Available() {
+		t.Skip("redis-server not found: install it with " + redisserver.InstallHint)
 	}
-	got, err := redisstore.Failover(context.Background(), func(args ...string) (redisstore.Replicated, error) { return redistest.StartPair(args...) })
+	got, err := redisstore.Failover(context.Background(), func(args ...string) (redisstore.Replicated, error) { return redisserver.StartPair(args...) })
 	require.NoError(t, err)
 	require.Len(t, got, 3)
 	for _, r := range got {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/internal/childproc"
-	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/internal/lab/redisserver"
 	windowboundary "github.com/ratelab/ratelab/window_boundary"
 )
 
@@ -125,11 +125,11 @@ func TestReportFailsOnABrokenClaim(t *testing.T) {
 // processes exactly as the in-memory store decides in one.
 func TestCrossProcessBurst(t *testing.T) {
 	targets := map[string]windowboundary.Target{"file": {Dir: t.TempDir()}}
-	if redistest.Available() {
-		srv := redistest.ForTest(t)
+	if redisserver.Available() {
+		srv := redisserver.ForTest(t)
 		targets["redis"] = windowboundary.Target{Dir: t.TempDir(), RedisURL: "redis://" + srv.Addr + "/0"}
 	} else {
-		t.Log("redis-server not found: the Redis run is skipped; install it with " + redistest.InstallHint)
+		t.Log("redis-server not found: the Redis run is skipped; install it with " + redisserver.InstallHint)
 	}
 	for name, target := range targets {
 		for _, a := range windowboundary.All(30, w, 5) {

@@ -33,7 +33,7 @@ import (
 	sredis "github.com/ulule/limiter/v3/drivers/store/redis"
 
 	"github.com/ratelab/ratelab"
-	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/internal/lab/redisserver"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
@@ -98,7 +98,7 @@ func hitter(v, url string) (func(ctx context.Context, key string) error, func(),
 }
 
 func run(rounds, perRound, procs, hits, repeats int, outPath string) error {
-	srv, err := redistest.Start()
+	srv, err := redisserver.Start()
 	if err != nil {
 		return err
 	}

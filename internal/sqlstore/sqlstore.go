@@ -180,10 +180,10 @@ var ErrLate = errors.New("the server reached the hit after its deadline and did 
 // outage. A conflict with another rule of the same name is an error under
 // every policy.
 func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time, fixed, locked Step) (ratelab.Decision, error) {
-	if err := b.rules.Admit(r, now); err != nil {
+	r, err := b.rules.Admit(r, now)
+	if err != nil {
 		return ratelab.Decision{}, err
 	}
-	r = r.Normalized()
 	h := Hit{Key: Key(r, key), Rule: r, Now: now}
 	tctx, cancel := context.WithTimeout(ctx, b.Timeout)
 	defer cancel()

@@ -12,8 +12,8 @@ import (
 	databaselock "github.com/ratelab/ratelab/database_lock"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/claim"
+	"github.com/ratelab/ratelab/internal/lab/sqlserver"
 	"github.com/ratelab/ratelab/internal/redact"
-	"github.com/ratelab/ratelab/internal/sqltest"
 )
 
 // cmdDB runs the database lessons on MariaDB and PostgreSQL — private
@@ -37,11 +37,11 @@ func cmdDB(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if *check {
 		var missing []string
-		if *mysqlDSN == "" && !sqltest.MariaDBAvailable() {
-			missing = append(missing, "MariaDB: "+sqltest.MariaDBInstallHint)
+		if *mysqlDSN == "" && !sqlserver.MariaDBAvailable() {
+			missing = append(missing, "MariaDB: "+sqlserver.MariaDBInstallHint)
 		}
-		if *pgURL == "" && !sqltest.PostgresAvailable() {
-			missing = append(missing, "PostgreSQL: "+sqltest.PostgresInstallHint)
+		if *pgURL == "" && !sqlserver.PostgresAvailable() {
+			missing = append(missing, "PostgreSQL: "+sqlserver.PostgresInstallHint)
 		}
 		if len(missing) > 0 {
 			fmt.Fprintf(stderr, "not installed: %s\n", strings.Join(missing, "; "))
@@ -61,8 +61,8 @@ func cmdDB(args []string, stdout, stderr io.Writer) (int, error) {
 	dsns := map[string]string{"mysql": *mysqlDSN, "postgres": *pgURL}
 	dbs := []struct {
 		store, dialect string
-		start          func(...string) (*sqltest.Server, error)
-	}{{"mysql", "mariadb", sqltest.StartMariaDB}, {"postgres", "postgres", sqltest.StartPostgres}}
+		start          func(...string) (*sqlserver.Server, error)
+	}{{"mysql", "mariadb", sqlserver.StartMariaDB}, {"postgres", "postgres", sqlserver.StartPostgres}}
 	ctx := context.Background()
 	conns := map[string]*sql.DB{} // to empty the store's table between rows
 	for _, db := range dbs {

@@ -10,9 +10,9 @@ import (
 
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/barchart"
-	"github.com/ratelab/ratelab/internal/bench"
 	"github.com/ratelab/ratelab/internal/claim"
-	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/internal/lab/bench"
+	"github.com/ratelab/ratelab/internal/lab/redisserver"
 	racetests "github.com/ratelab/ratelab/race_tests"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 	windowboundary "github.com/ratelab/ratelab/window_boundary"
@@ -162,7 +162,7 @@ func cmdRedis(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	if *url == "" {
-		srv, err := redistest.Start()
+		srv, err := redisserver.Start()
 		if err != nil {
 			return 0, err
 		}
@@ -217,7 +217,7 @@ func cmdRedis(args []string, stdout, stderr io.Writer) (int, error) {
 
 // startPair starts a private primary and replica for redisstore.Failover.
 func startPair(primaryArgs ...string) (redisstore.Replicated, error) {
-	return redistest.StartPair(primaryArgs...)
+	return redisserver.StartPair(primaryArgs...)
 }
 
 // failoverFigure runs the failover demonstration and writes its chart.

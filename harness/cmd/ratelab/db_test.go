@@ -12,8 +12,8 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/internal/sqltest"
-	"github.com/ratelab/ratelab/internal/storetest"
+	"github.com/ratelab/ratelab/internal/lab/sqlserver"
+	"github.com/ratelab/ratelab/internal/lab/storetest"
 	mysqlstore "github.com/ratelab/ratelab/mysql_store"
 	postgresstore "github.com/ratelab/ratelab/postgres_store"
 )
@@ -22,7 +22,7 @@ import (
 // by the first test that needs them and skipped where not installed.
 type database struct {
 	store, flag string
-	start       func(sqltest.TB) *sqltest.Server
+	start       func(sqlserver.TB) *sqlserver.Server
 	// badDSN cannot be parsed; wrongPassword and missingDB are refused.
 	badDSN                   string
 	wrongPassword, missingDB func(addr string) string
@@ -30,13 +30,13 @@ type database struct {
 }
 
 var databases = []database{
-	{"mysql", "-mysql", sqltest.MariaDBForTest, "not a dsn",
+	{"mysql", "-mysql", sqlserver.MariaDBForTest, "not a dsn",
 		func(addr string) string { return "ratelab:wrong@tcp(" + addr + ")/ratelab" },
-		func(addr string) string { return "ratelab:" + sqltest.Password + "@tcp(" + addr + ")/nosuchdb" },
+		func(addr string) string { return "ratelab:" + sqlserver.Password + "@tcp(" + addr + ")/nosuchdb" },
 		"ratelab:x@tcp(127.0.0.1:1)/ratelab"},
-	{"postgres", "-postgres", sqltest.PostgresForTest, "postgres://a b",
+	{"postgres", "-postgres", sqlserver.PostgresForTest, "postgres://a b",
 		func(addr string) string { return "postgres://ratelab:wrong@" + addr + "/ratelab" },
-		func(addr string) string { return "postgres://ratelab:" + sqltest.Password + "@" + addr + "/nosuchdb" },
+		func(addr string) string { return "postgres://ratelab:" + sqlserver.Password + "@" + addr + "/nosuchdb" },
 		"postgres://ratelab:x@127.0.0.1:1/ratelab"},
 }
 
@@ -83,8 +83,8 @@ func TestServeWithADatabase(t *testing.T) {
 
 // make demo-db: every lesson row and every two-hosts row as claimed.
 func TestDBDemo(t *testing.T) {
-	if !sqltest.MariaDBAvailable() || !sqltest.PostgresAvailable() {
-		t.Skip("make demo-db needs MariaDB and PostgreSQL: install them with " + sqltest.MariaDBInstallHint + "; " + sqltest.PostgresInstallHint)
+	if !sqlserver.MariaDBAvailable() || !sqlserver.PostgresAvailable() {
+		t.Skip("make demo-db needs MariaDB and PostgreSQL: install them with " + sqlserver.MariaDBInstallHint + "; " + sqlserver.PostgresInstallHint)
 	}
 	code, stdout, stderr := cli("db", "-requests", "40", "-stable", "-at", "2026-07-09T00:00:00Z")
 	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)
@@ -98,10 +98,10 @@ func TestDBDemo(t *testing.T) {
 // It refuses a database that holds the store's live tables unless told,
 // and even then writes its own tables only.
 func TestDBKeepsToItsOwnTables(t *testing.T) {
-	if !sqltest.MariaDBAvailable() || !sqltest.PostgresAvailable() {
-		t.Skip("needs MariaDB and PostgreSQL: install them with " + sqltest.MariaDBInstallHint + "; " + sqltest.PostgresInstallHint)
+	if !sqlserver.MariaDBAvailable() || !sqlserver.PostgresAvailable() {
+		t.Skip("needs MariaDB and PostgreSQL: install them with " + sqlserver.MariaDBInstallHint + "; " + sqlserver.PostgresInstallHint)
 	}
-	my, pg := sqltest.MariaDBForTest(t).DSN, sqltest.PostgresForTest(t).DSN
+	my, pg := sqlserver.MariaDBForTest(t).DSN, sqlserver.PostgresForTest(t).DSN
 	live := func(store, dsn string) ratelab.Store { // a store in use, with the default tables and one row
 		a := harness.App{Store: store, DSN: dsn, Limit: 30, Window: time.Hour}
 		_, err := a.CheckDatabase(context.Background())
@@ -143,10 +143,10 @@ func TestDBKeepsToItsOwnTables(t *testing.T) {
 // than the server has connections for (PostgreSQL's 100, less the 3 kept
 // for superusers: 97, three quarters shared out).
 func TestServeSharesTheDatabasesConnections(t *testing.T) {
-	if !sqltest.PostgresAvailable() {
-		t.Skip("PostgreSQL's server not found: install it with " + sqltest.PostgresInstallHint)
+	if !sqlserver.PostgresAvailable() {
+		t.Skip("PostgreSQL's server not found: install it with " + sqlserver.PostgresInstallHint)
 	}
-	dsn := sqltest.PostgresForTest(t).DSN
+	dsn := sqlserver.PostgresForTest(t).DSN
 	url, code, stderr := startServe(t, "", "-model", "pool", "-workers", "4", "-store", "postgres", "-postgres", dsn, "-addr", "127.0.0.1:0")
 	require.NotEmpty(t, url, "serve exited %d: %s", code, stderr.String())
 	// Written before the URL; its pipe may deliver it later.

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/internal/lighttpdtest"
-	"github.com/ratelab/ratelab/internal/sqltest"
+	"github.com/ratelab/ratelab/internal/lab/lighttpdserver"
+	"github.com/ratelab/ratelab/internal/lab/sqlserver"
 )
 
 // wrapper is the two-line cgi-bin wrapper the documentation shows, with
@@ -40,7 +40,7 @@ func clientFrom(src string) *http.Client {
 // bucket of its own; a configuration error is a 500 with its reason.
 func TestUnderLighttpd(t *testing.T) {
 	state := t.TempDir()
-	srv := lighttpdtest.ForTest(t, map[string]string{
+	srv := lighttpdserver.ForTest(t, map[string]string{
 		"memory": wrapper(t, "-store memory -limit 30 -window 1h"),
 		"file":   wrapper(t, "-store file -dir "+state+" -limit 30 -window 1h"),
 		"broken": wrapper(t, "-store file -dir "+state+"/missing -limit 30 -window 1h"),
@@ -103,7 +103,7 @@ func TestUnderLighttpd(t *testing.T) {
 // space in it) was quoted back whole in the 500 page — to any visitor —
 // and in the error log. Neither may show it.
 func TestCGIShowsNoPassword(t *testing.T) {
-	srv := lighttpdtest.ForTest(t, map[string]string{
+	srv := lighttpdserver.ForTest(t, map[string]string{
 		"redis": wrapper(t, "-store redis -redis 'redis://:S3cret pw@127.0.0.1:16379/0' -limit 30 -window 1h"),
 	})
 	resp, err := clientFrom("127.0.0.2").Post(srv.URL+"/cgi-bin/redis", "", nil)
@@ -132,15 +132,15 @@ func TestCGIOutsideACGIServerExits2(t *testing.T) {
 func TestCGIPreparesTheDatabase(t *testing.T) {
 	for _, db := range []struct {
 		store string
-		start func(sqltest.TB) *sqltest.Server
+		start func(sqlserver.TB) *sqlserver.Server
 		ok    bool
-	}{{"mysql", sqltest.MariaDBForTest, sqltest.MariaDBAvailable()}, {"postgres", sqltest.PostgresForTest, sqltest.PostgresAvailable()}} {
+	}{{"mysql", sqlserver.MariaDBForTest, sqlserver.MariaDBAvailable()}, {"postgres", sqlserver.PostgresForTest, sqlserver.PostgresAvailable()}} {
 		t.Run(db.store, func(t *testing.T) {
 			if !db.ok {
 				t.Skipf("%s's server is not installed (.ci/run installs it)", db.store)
 			}
 			dsn := db.start(t).DSN
-			srv := lighttpdtest.ForTest(t, map[string]string{
+			srv := lighttpdserver.ForTest(t, map[string]string{
 				"db": wrapper(t, fmt.Sprintf("-store %s -%s '%s' -limit 30 -window 1h", db.store, db.store, dsn)),
 			})
 			var got, want []string
@@ -166,7 +166,7 @@ func TestCGIPreparesTheDatabase(t *testing.T) {
 // a trusted proxy wrote. This test pins that behaviour of the lighttpd
 // installed; if it fails, lighttpd changed and the page must too.
 func TestLighttpdPassesUnderscoredHeaders(t *testing.T) {
-	srv := lighttpdtest.ForTest(t, map[string]string{
+	srv := lighttpdserver.ForTest(t, map[string]string{
 		"xff": wrapper(t, "-store file -dir "+t.TempDir()+" -limit 3 -window 1h -trusted-proxies 127.0.0.0/8 -forwarded-header X-Forwarded-For"),
 	})
 	allowed := 0

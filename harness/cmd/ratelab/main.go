@@ -30,9 +30,9 @@ import (
 
 	databaselock "github.com/ratelab/ratelab/database_lock"
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/internal/bench"
 	"github.com/ratelab/ratelab/internal/childproc"
-	"github.com/ratelab/ratelab/internal/stress"
+	"github.com/ratelab/ratelab/internal/lab/bench"
+	"github.com/ratelab/ratelab/internal/lab/stress"
 	racetests "github.com/ratelab/ratelab/race_tests"
 	windowboundary "github.com/ratelab/ratelab/window_boundary"
 )

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/internal/lab/redisserver"
 	"github.com/ratelab/ratelab/internal/syncbuf"
 )
 
@@ -92,10 +92,10 @@ func TestServeConfigErrorsExit2BeforeTheURL(t *testing.T) {
 	assert.Eventually(t, func() bool { return strings.Contains(stderr.String(), "unreachable") }, 5*time.Second, time.Millisecond,
 		"stderr: %s", stderr.String())
 
-	if !redistest.Available() {
-		t.Skip("redis-server not found: the refused-password case needs it; install it with " + redistest.InstallHint)
+	if !redisserver.Available() {
+		t.Skip("redis-server not found: the refused-password case needs it; install it with " + redisserver.InstallHint)
 	}
-	srv := redistest.ForTest(t)
+	srv := redisserver.ForTest(t)
 	c := srv.Client()
 	defer c.Close()
 	require.NoError(t, c.ConfigSet(context.Background(), "requirepass", "sesame").Err())

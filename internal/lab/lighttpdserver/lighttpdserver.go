@@ -1,7 +1,7 @@
-// Package lighttpdtest starts a private lighttpd with mod_cgi on a free
+// Package lighttpdserver starts a private lighttpd with mod_cgi on a free
 // loopback port, for tests: its own document root with a cgi-bin, its own
 // error log, stopped and removed when the test ends.
-package lighttpdtest
+package lighttpdserver
 
 import (
 	"fmt"
@@ -77,7 +77,7 @@ func ForTest(t testing.TB, scripts map[string]string) *Server {
 		}
 		s.cmd = exec.Command(path, "-D", "-f", conf)
 		if err := s.cmd.Start(); err != nil {
-			t.Fatalf("lighttpdtest: start: %v", err)
+			t.Fatalf("lighttpdserver: start: %v", err)
 		}
 		s.URL = "http://127.0.0.1:" + strconv.Itoa(port)
 		if err := s.waitReady(5 * time.Second); err == nil {
@@ -86,7 +86,7 @@ func ForTest(t testing.TB, scripts map[string]string) *Server {
 		}
 		s.stop() // the port was taken in between; try another
 	}
-	t.Fatal("lighttpdtest: lighttpd did not become ready")
+	t.Fatal("lighttpdserver: lighttpd did not become ready")
 	return nil
 }
 
@@ -112,7 +112,7 @@ func (s *Server) waitReady(limit time.Duration) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("lighttpdtest: not ready: %w", err)
+		return fmt.Errorf("lighttpdserver: not ready: %w", err)
 	}
 	return nil
 }

@@ -23,8 +23,8 @@ import (
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/internal/floor"
-	"github.com/ratelab/ratelab/internal/redistest"
-	"github.com/ratelab/ratelab/internal/stress"
+	"github.com/ratelab/ratelab/internal/lab/redisserver"
+	"github.com/ratelab/ratelab/internal/lab/stress"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
@@ -100,13 +100,13 @@ func Run(o Options) (Result, error) {
 	if res.Features, err = features(o); err != nil {
 		return res, err
 	}
-	if redistest.Available() {
+	if redisserver.Available() {
 		say("redis: %d rounds × %d hits, in turns with the file store …", o.Rounds, o.PerRound)
 		if err := perHitRedis(o, &res.PerHit); err != nil {
 			return res, err
 		}
 	} else {
-		say("redis-server not found: the Redis row is left out (install: %s)", redistest.InstallHint)
+		say("redis-server not found: the Redis row is left out (install: %s)", redisserver.InstallHint)
 	}
 	if res.Databases, err = databases(o, say); err != nil {
 		return res, err
@@ -270,7 +270,7 @@ func perHit(o Options) (PerHit, error) {
 // perHitRedis measures the Redis store against the file store, in turns.
 func perHitRedis(o Options, ph *PerHit) error {
 	now := benchNow()
-	srv, err := redistest.Start()
+	srv, err := redisserver.Start()
 	if err != nil {
 		return err
 	}

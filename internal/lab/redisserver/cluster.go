@@ -1,4 +1,4 @@
-package redistest
+package redisserver
 
 import (
 	"context"
@@ -41,7 +41,7 @@ func StartCluster(n int) (*Cluster, error) {
 		cl.Close()
 		if err != nil {
 			c.Stop()
-			return nil, fmt.Errorf("redistest: cluster set-up: %w", err)
+			return nil, fmt.Errorf("redisserver: cluster set-up: %w", err)
 		}
 	}
 	if err := c.waitOK(20 * time.Second); err != nil {
@@ -61,7 +61,7 @@ func (c *Cluster) waitOK(limit time.Duration) error {
 			nodes, nerr := cl.ClusterNodes(context.Background()).Result()
 			cl.Close()
 			if err != nil || nerr != nil || !strings.Contains(info, "cluster_state:ok") || strings.Count(strings.TrimSpace(nodes), "\n")+1 != len(c.Nodes) {
-				return fmt.Errorf("redistest: the cluster is not ok at %s", s.Addr)
+				return fmt.Errorf("redisserver: the cluster is not ok at %s", s.Addr)
 			}
 		}
 		return nil

@@ -1,6 +1,6 @@
 //go:build unix
 
-package sqltest
+package sqlserver
 
 import (
 	"bytes"
@@ -31,7 +31,7 @@ func runAs(cmd *exec.Cmd, a *account) {
 func (s *Server) Pause() (resume func() error, err error) {
 	pids, err := family(s.cmd.Process.Pid)
 	if err != nil {
-		return nil, fmt.Errorf("sqltest: pause: %w", err)
+		return nil, fmt.Errorf("sqlserver: pause: %w", err)
 	}
 	signal := func(sig syscall.Signal) error {
 		var errs []error
@@ -44,7 +44,7 @@ func (s *Server) Pause() (resume func() error, err error) {
 	}
 	// The server first, so that it starts no process after the list.
 	if err := signal(syscall.SIGSTOP); err != nil {
-		return nil, fmt.Errorf("sqltest: pause: %w", err)
+		return nil, fmt.Errorf("sqlserver: pause: %w", err)
 	}
 	resume = func() error { return signal(syscall.SIGCONT) }
 	// kill returns before the stop takes effect: wait until every thread
@@ -52,7 +52,7 @@ func (s *Server) Pause() (resume func() error, err error) {
 	// read before resume.
 	if err := poll.Until(10*time.Second, time.Millisecond, func() error { return stopped(pids) }); err != nil {
 		resume()
-		return nil, fmt.Errorf("sqltest: pause: %w", err)
+		return nil, fmt.Errorf("sqlserver: pause: %w", err)
 	}
 	return resume, nil
 }

@@ -12,8 +12,8 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/internal/childproc"
-	"github.com/ratelab/ratelab/internal/sqltest"
-	"github.com/ratelab/ratelab/internal/stress"
+	"github.com/ratelab/ratelab/internal/lab/sqlserver"
+	"github.com/ratelab/ratelab/internal/lab/stress"
 	mysqlstore "github.com/ratelab/ratelab/mysql_store"
 	postgresstore "github.com/ratelab/ratelab/postgres_store"
 )
@@ -92,16 +92,16 @@ func databases(o Options, say func(string, ...any)) ([]Database, error) {
 	for _, db := range []struct {
 		kind, name string
 		ok         bool
-		start      func(args ...string) (*sqltest.Server, error)
+		start      func(args ...string) (*sqlserver.Server, error)
 		args       []string // the server's
 		params     string   // the connection's
 		relaxed    bool
 	}{
-		{"mysql", "MariaDB (`mysql_store`), server default: a flush per commit", sqltest.MariaDBAvailable(), sqltest.StartMariaDB, nil, "", false},
-		{"mysql", "MariaDB, innodb_flush_log_at_trx_commit=2", sqltest.MariaDBAvailable(), sqltest.StartMariaDB,
+		{"mysql", "MariaDB (`mysql_store`), server default: a flush per commit", sqlserver.MariaDBAvailable(), sqlserver.StartMariaDB, nil, "", false},
+		{"mysql", "MariaDB, innodb_flush_log_at_trx_commit=2", sqlserver.MariaDBAvailable(), sqlserver.StartMariaDB,
 			[]string{"--innodb-flush-log-at-trx-commit=2"}, "", true},
-		{"postgres", "PostgreSQL (`postgres_store`), its default: synchronous_commit=off", sqltest.PostgresAvailable(), sqltest.StartPostgres, nil, "", true},
-		{"postgres", "PostgreSQL, synchronous_commit=on", sqltest.PostgresAvailable(), sqltest.StartPostgres, nil, "?synchronous_commit=on", false},
+		{"postgres", "PostgreSQL (`postgres_store`), its default: synchronous_commit=off", sqlserver.PostgresAvailable(), sqlserver.StartPostgres, nil, "", true},
+		{"postgres", "PostgreSQL, synchronous_commit=on", sqlserver.PostgresAvailable(), sqlserver.StartPostgres, nil, "?synchronous_commit=on", false},
 	} {
 		if !db.ok {
 			say("%s not installed: its row is left out", db.kind)

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package sqltest
+package sqlserver
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ func runAs(*exec.Cmd, *account) {}
 
 // Pause is not supported where there is no SIGSTOP.
 func (s *Server) Pause() (resume func() error, err error) {
-	return nil, errors.New("sqltest: pausing a server needs SIGSTOP")
+	return nil, errors.New("sqlserver: pausing a server needs SIGSTOP")
 }
 
 // wake does nothing: no server is ever paused here.

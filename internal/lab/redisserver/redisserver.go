@@ -1,7 +1,7 @@
-// Package redistest starts a private redis-server on a free loopback port,
+// Package redisserver starts a private redis-server on a free loopback port,
 // for tests and demonstrations: no persistence, no other clients, stopped
 // when done.
-package redistest
+package redisserver
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 const InstallHint = "apt-get install redis-server (Debian/Ubuntu) or brew install redis (macOS)"
 
 // ErrNoServer means redis-server is not on PATH.
-var ErrNoServer = errors.New("redistest: redis-server not found; install it with: " + InstallHint)
+var ErrNoServer = errors.New("redisserver: redis-server not found; install it with: " + InstallHint)
 
 // Server is a running private redis-server.
 type Server struct {
@@ -44,7 +44,7 @@ func Start(args ...string) (*Server, error) {
 	if err != nil {
 		return nil, ErrNoServer
 	}
-	dir, err := os.MkdirTemp("", "redistest-")
+	dir, err := os.MkdirTemp("", "redisserver-")
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func Start(args ...string) (*Server, error) {
 			"--save", "", "--appendonly", "no", "--dir", dir, "--protected-mode", "yes",
 			"--cluster-config-file", "nodes-" + strconv.Itoa(port) + ".conf"}, args...)...)
 		if err := cmd.Start(); err != nil {
-			return nil, fmt.Errorf("redistest: start redis-server: %w", err)
+			return nil, fmt.Errorf("redisserver: start redis-server: %w", err)
 		}
 		s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd}
 		if err := s.waitReady(5 * time.Second); err == nil {
@@ -67,7 +67,7 @@ func Start(args ...string) (*Server, error) {
 		s.Stop() // the port was taken in between; try another
 	}
 	os.RemoveAll(dir)
-	return nil, errors.New("redistest: redis-server did not become ready")
+	return nil, errors.New("redisserver: redis-server did not become ready")
 }
 
 func (s *Server) waitReady(limit time.Duration) error {

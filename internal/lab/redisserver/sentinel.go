@@ -1,4 +1,4 @@
-package redistest
+package redisserver
 
 import (
 	"context"
@@ -40,7 +40,7 @@ func StartSentinel(p *Pair) (*Sentinel, error) {
 	}
 	host, port, _ := strings.Cut(p.Primary.Addr, ":")
 	for attempt := 0; attempt < 5; attempt++ {
-		dir, err := os.MkdirTemp("", "redistest-sentinel-")
+		dir, err := os.MkdirTemp("", "redisserver-sentinel-")
 		if err != nil {
 			return nil, err
 		}
@@ -62,7 +62,7 @@ func StartSentinel(p *Pair) (*Sentinel, error) {
 		cmd := exec.Command(path, name, "--sentinel")
 		if err := cmd.Start(); err != nil {
 			os.RemoveAll(dir)
-			return nil, fmt.Errorf("redistest: start sentinel: %w", err)
+			return nil, fmt.Errorf("redisserver: start sentinel: %w", err)
 		}
 		s := &Sentinel{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(own)), cmd: cmd, dir: dir}
 		if err := s.waitReplicaKnown(10 * time.Second); err == nil {
@@ -70,7 +70,7 @@ func StartSentinel(p *Pair) (*Sentinel, error) {
 		}
 		s.Stop() // the port was taken in between, or it never found the replica
 	}
-	return nil, errors.New("redistest: the sentinel did not become ready")
+	return nil, errors.New("redisserver: the sentinel did not become ready")
 }
 
 // waitReplicaKnown polls until the sentinel lists a replica of its master
@@ -81,7 +81,7 @@ func (s *Sentinel) waitReplicaKnown(limit time.Duration) error {
 	return poll.Until(limit, 20*time.Millisecond, func() error {
 		replicas, err := c.Replicas(context.Background(), SentinelMaster).Result()
 		if err == nil && (len(replicas) == 0 || strings.Contains(replicas[0]["flags"], "down")) {
-			err = errors.New("redistest: the sentinel found no replica")
+			err = errors.New("redisserver: the sentinel found no replica")
 		}
 		return err
 	})

@@ -1,4 +1,4 @@
-package redistest
+package redisserver
 
 import (
 	"context"
@@ -49,7 +49,7 @@ func waitReplication(s *Server, want, failure string, limit time.Duration) error
 	return poll.Until(limit, 10*time.Millisecond, func() error {
 		info, err := c.Info(context.Background(), "replication").Result()
 		if err == nil && !strings.Contains(info, want) {
-			err = errors.New("redistest: " + failure)
+			err = errors.New("redisserver: " + failure)
 		}
 		return err
 	})
@@ -91,7 +91,7 @@ func (p *Pair) PromoteReplica(ctx context.Context) error {
 	c := p.Replica.Client()
 	defer c.Close()
 	if err := c.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
-		return fmt.Errorf("redistest: promote: %w", err)
+		return fmt.Errorf("redisserver: promote: %w", err)
 	}
 	return nil
 }

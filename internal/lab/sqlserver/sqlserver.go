@@ -1,4 +1,4 @@
-// Package sqltest starts private MariaDB and PostgreSQL servers for tests
+// Package sqlserver starts private MariaDB and PostgreSQL servers for tests
 // and demonstrations: a data directory of their own under the system's
 // temporary directory, a free port on 127.0.0.1, a database "ratelab" and
 // a user with a password, stopped and removed when done.
@@ -6,7 +6,7 @@
 // Neither server runs as root (PostgreSQL refuses to; MariaDB is told not
 // to): run by root, a server drops to its own system user — "mysql" or
 // "postgres", created by the OS packages — which is given its directory.
-package sqltest
+package sqlserver
 
 import (
 	"context"
@@ -102,7 +102,7 @@ func logOf(path string) string {
 func startIn(kind string, start func(s *Server) error) (*Server, error) {
 	var errs []error
 	for try := 1; try <= 2; try++ {
-		dir, err := os.MkdirTemp("", "sqltest-"+kind+"-")
+		dir, err := os.MkdirTemp("", "sqlserver-"+kind+"-")
 		if err != nil {
 			return nil, err
 		}
@@ -112,7 +112,7 @@ func startIn(kind string, start func(s *Server) error) (*Server, error) {
 			return s, nil
 		}
 		s.Stop()
-		errs = append(errs, fmt.Errorf("sqltest: %s, try %d: %w", kind, try, err))
+		errs = append(errs, fmt.Errorf("sqlserver: %s, try %d: %w", kind, try, err))
 	}
 	return nil, errors.Join(errs...)
 }
@@ -186,7 +186,7 @@ type TB interface {
 
 // ErrNoServer is wrapped when a server's binaries are not installed; its
 // message says what to install.
-var ErrNoServer = errors.New("sqltest: database server not installed")
+var ErrNoServer = errors.New("sqlserver: database server not installed")
 
 // forTest starts a server with start for t and stops it when t ends;
 // without the server's binaries the test is skipped with one line saying

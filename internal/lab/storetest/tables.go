@@ -140,7 +140,7 @@ func Reference(t *testing.T, hits []Hit) []ratelab.Decision {
 	var out []ratelab.Decision
 	for _, h := range hits {
 		id := h.Rule.StateKey(h.Key) + algorithm.Suffix(h.Rule.Normalized().Algorithm)
-		res, err := algorithm.Take(nil, states[id], h.Rule, h.At)
+		res, err := algorithm.Take(nil, states[id], h.Rule.Normalized(), h.At)
 		require.NoError(t, err, "%v", h)
 		if res.State != nil {
 			states[id] = res.State
