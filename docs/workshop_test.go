@@ -35,12 +35,12 @@ func TestRedGreenTrack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the race demo; skipped with -short")
 	}
-	edit := strings.TrimSpace(workshopLine(t, `(?m)^defer syscall\.Close\(fd\); return crit\(\).*$`))
+	edit := strings.TrimSpace(workshopLine(t, `(?m)^defer closeFD\(fd\); return crit\(\).*$`))
 	clone, _ := freshClone(t, "..")
-	path := filepath.Join(clone, "fixed_filestore", "lock_unix.go")
+	path := filepath.Join(clone, "fixed_filestore", "lock.go")
 	src, err := os.ReadFile(path)
 	require.NoError(t, err)
-	sig := "func (s *Store) withLock(ctx context.Context, fd int, path string, crit func() (ratelab.Decision, error)) (ratelab.Decision, error) {\n"
+	sig := "func (s *Store) withLock(ctx context.Context, fd int, name string, crit func() error) error {\n"
 	require.Contains(t, string(src), sig, "withLock's signature, where the workshop puts the edit")
 	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(src), sig, sig+"\t"+edit+"\n", 1)), 0o644))
 

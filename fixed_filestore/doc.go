@@ -60,12 +60,13 @@
 //
 // # Sweeping
 //
-// Each key leaves a file behind. [Store.SweepAt] removes those whose mtime is
-// older than 2 × window, as the original's cron job does, but unlike it
-// never makes a concurrent hit lose its count: it takes each file's lock
-// without waiting, skips files that are busy, re-checks the mtime under the
-// lock, and unlinks only while it holds the lock. A hitter that was waiting
-// for that lock then finds, in step 3, that its file is gone, and retries.
+// Each key leaves a file behind. [Store.SweepAt] removes those whose own
+// state is over (a fixed window that has ended, say), as the original's
+// cron job removes old files, but unlike it never makes a concurrent hit
+// lose its count: it takes each file's lock without waiting, skips files
+// that are busy, judges the state under the lock, and unlinks only while
+// it holds the lock. A hitter that was waiting for that lock then finds,
+// in step 3, that its file is gone, and retries.
 //
 // # Platforms
 //
@@ -78,7 +79,12 @@
 // emulated with byte-range locks or not at all, and two machines behind a
 // load balancer each keep their own files.
 //
-// The locking is plain syscall.Flock on the descriptor the store reads and
+// The hit (hit.go), the lock (lock.go), the sweep and the rest are
+// portable code over a few functions of one system call each, in
+// fd_unix.go; fd_other.go's twins return an error that
+// errors.Is(err, errors.ErrUnsupported) matches.
+//
+// The locking is plain flock(2) on the descriptor the store reads and
 // writes, rather than github.com/gofrs/flock: that package owns a descriptor
 // of its own, opened read-only and closed on Unlock, which suits a separate
 // lock file but not a state file read and written under its own lock.

@@ -1,7 +1,9 @@
 package fixedfilestore
 
 import (
+	"context"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 	"time"
@@ -86,7 +88,7 @@ func (s *Store) Inspect() ([]Entry, error) {
 		if !stateName.MatchString(name) {
 			continue
 		}
-		b, err := s.readShared(name, s.lockWait)
+		b, err := s.readShared(name)
 		e := decodeEntry(name, b)
 		if err != nil {
 			e.Err = err
@@ -110,4 +112,29 @@ func decodeEntry(name string, b []byte) Entry {
 		e.Fixed, e.Err = algorithm.DecodeFixed(b)
 	}
 	return e
+}
+
+// readShared reads the state file name under a shared lock, so that it
+// never sees a write half done, waiting at most Options.LockWait for the
+// lock. It opens without blocking (a FIFO planted in the directory cannot
+// hang it) and refuses anything but a regular file before it reads.
+func (s *Store) readShared(name string) ([]byte, error) {
+	fd, err := s.openAt(name, openRead)
+	if err != nil {
+		return nil, err
+	}
+	defer closeFD(fd)
+	if _, err := s.fstatRegular(fd, name); err != nil {
+		return nil, err
+	}
+	if err := lockWithin(context.Background(), fd, lockShared, s.lockWait); err != nil {
+		return nil, err
+	}
+	defer funlock(fd)
+	buf := make([]byte, maxStateSize(name)+1)
+	n, err := preadFull(fd, buf, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: s.pathOf(name), Err: err}
+	}
+	return buf[:n], nil
 }

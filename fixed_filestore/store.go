@@ -2,16 +2,12 @@ package fixedfilestore
 
 import (
 	"cmp"
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -114,7 +110,7 @@ func New(base string, opts Options) (*Store, error) {
 	if err := checkDir(s.dir); err != nil {
 		return nil, err
 	}
-	if s.dirfd, err = openDir(s.dir); err != nil {
+	if s.dirfd, err = openDirectory(s.dir); err != nil {
 		return nil, fmt.Errorf("fixedfilestore: %w", err)
 	}
 	return s, nil
@@ -142,103 +138,3 @@ func checkDir(path string) error {
 
 // Dir returns the directory holding the state files.
 func (s *Store) Dir() string { return s.dir }
-
-// !+path
-
-// Path returns the file holding the state of key under r: named by the
-// digest of the rule's state key (ratelab.KeyDigest of r.StateKey(key)), so
-// any key gives a safe, fixed-length name, and suffixed by the algorithm
-// (algorithm.Suffix). The fixed window of rule "demo-start" and key
-// "ip:203.0.113.7" is where the PHP original keeps key
-// "demo-start:ip:203.0.113.7".
-func (s *Store) Path(r ratelab.Rule, key string) string {
-	return s.dir + string(filepath.Separator) + FileName(r, key)
-}
-
-// FileName returns the name of the state file of key under r.
-func FileName(r ratelab.Rule, key string) string {
-	return ratelab.KeyDigest(r.StateKey(key)) + algorithm.Suffix(r.Normalized().Algorithm)
-}
-
-// path is Path, built with one allocation: every hit names its file.
-func (s *Store) path(r ratelab.Rule, key string) string {
-	var kb [256]byte
-	sum := sha256.Sum256(append(append(append(kb[:0], r.Name...), ':'), key...))
-	var hb [64]byte
-	hex.Encode(hb[:], sum[:])
-	var pb [512]byte
-	p := append(append(append(append(pb[:0], s.dir...), filepath.Separator), hb[:]...), algorithm.Suffix(r.Algorithm)...)
-	return string(p)
-}
-
-// !-path
-
-// Take takes one hit now; it is TakeAt(ctx, r, key, clock()).
-func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.Decision, error) {
-	return s.TakeAt(ctx, r, key, s.now())
-}
-
-// !+takeat
-
-// TakeAt takes one hit of key under r at now, in one locked
-// read-modify-write of the state file, and decides it.
-//
-// When the state cannot be reached, a fail-open store logs the cause and
-// allows the hit with NotCounted set; a fail-closed store logs and returns
-// an error wrapping ratelab.ErrUnavailable. The lock wait ends at
-// Options.LockWait or when ctx ends, whichever is first; if ctx ended, its
-// error is returned under every policy; fail-local decides in this process
-// alone (ratelab.FailLocal). An invalid rule or instant, and a state of
-// another rule with the same name (ratelab.ErrRuleConflict, the file left
-// as it was), are errors under every policy.
-func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
-	r, err := s.rules.Admit(r, now)
-	if err != nil {
-		return ratelab.Decision{}, err
-	}
-	path := s.path(r, key)
-	d, err := s.update(ctx, path, r, now)
-	switch {
-	case err == nil:
-		return d, nil
-	case errors.Is(err, ratelab.ErrRuleConflict):
-		return ratelab.Decision{}, fmt.Errorf("fixedfilestore: %s: %w", path, err)
-	}
-	return s.fail.Fail(ctx, slog.String("path", path), r, key, now, err)
-}
-
-// !-takeat
-
-// maxBlockedWaiters bounds the goroutines of one Store that wait in a
-// blocking flock(2) at once; each holds an OS thread while it waits.
-const maxBlockedWaiters = 64
-
-// maxReopen bounds how often one hit starts over because a sweep removed
-// the file it had opened. Each start over needs a whole sweep of that file
-// in between, so this is never reached in practice.
-const maxReopen = 8
-
-var errReplaced = errors.New("fixedfilestore: locked file is no longer at its path")
-
-// step applies one hit of r at now to old, the bytes read from path, and
-// returns the result with the new state appended to dst. A corrupt state
-// is logged here, so the platform code only moves bytes.
-func (s *Store) step(dst, old []byte, path string, r ratelab.Rule, now time.Time) (algorithm.Result, error) {
-	res, err := algorithm.Take(dst, old, r, now)
-	if err == nil && res.Replaced != nil {
-		s.log.Warn("fixedfilestore: corrupt state replaced by a fresh one", "path", path, "err", res.Replaced, "content", quote(old))
-	}
-	return res, err
-}
-
-// quote shows at most 64 bytes of b for a log line.
-func quote(b []byte) string {
-	if len(b) > 64 {
-		return strconv.Quote(string(b[:64])) + "…"
-	}
-	return strconv.Quote(string(b))
-}
-
-// maxReadSize is the largest state of any rule: a sliding log at
-// ratelab.MaxLogLimit.
-const maxReadSize = 64 + 16*ratelab.MaxLogLimit

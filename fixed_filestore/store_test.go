@@ -491,12 +491,16 @@ func TestHungHolderBoundsBlockedWaiters(t *testing.T) {
 	assert.Equal(t, int64(1), count(h), "no abandoned waiter counted a hit")
 }
 
-// The path a hit builds in one allocation is Path's, for any rule and key.
-func TestFastPathIsPath(t *testing.T) {
+// The name a hit builds in one allocation, of the rule Admit returned, is
+// FileName's of the rule as given, for any rule and key; Path is the state
+// directory and that name.
+func TestHitFileNameIsFileName(t *testing.T) {
 	s, _ := newStore(t, fixedfilestore.Options{})
 	for _, r := range storetest.Rules() {
 		for _, key := range []string{storetest.Key, "", strings.Repeat("k", 1000), "../x"} {
-			assert.Equal(t, s.Path(r, key), fixedfilestore.FastPath(s, r, key))
+			name := fixedfilestore.FileName(r, key)
+			assert.Equal(t, name, fixedfilestore.HitFileName(r.Normalized(), key), "rule %v key %.20q", r, key)
+			assert.Equal(t, filepath.Join(s.Dir(), name), s.Path(r, key))
 		}
 	}
 }

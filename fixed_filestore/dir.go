@@ -1,5 +1,3 @@
-//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
-
 package fixedfilestore
 
 import (
@@ -8,9 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // The store reaches its files only through a descriptor of the state
@@ -22,37 +17,47 @@ import (
 // directory that was removed is reopened only if it is a real directory
 // again.
 
-// openDir opens path as a directory, refusing a symlink.
-func openDir(path string) (int, error) {
-	fd, err := openat(unix.AT_FDCWD, path, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+// pathOf joins the state directory and name, for messages: a hit never
+// needs the whole path to reach its file.
+func (s *Store) pathOf(name string) string { return s.dir + string(os.PathSeparator) + name }
+
+// openDirectory opens path as a directory, refusing a symlink.
+func openDirectory(path string) (int, error) {
+	fd, err := openDir(path)
 	switch {
 	case err == nil:
 		return fd, nil
-	case errors.Is(err, unix.ELOOP):
-		return -1, fmt.Errorf("%s is a symlink: refusing to follow it; use the real directory", path)
-	case errors.Is(err, unix.ENOTDIR):
-		return -1, fmt.Errorf("%s is not a directory", path)
+	case errors.Is(err, errSymlink):
+		return -1, fmt.Errorf("%s %w; use the real directory", path, err)
+	case errors.Is(err, errNotDir):
+		return -1, fmt.Errorf("%s is %w", path, err)
 	}
 	return -1, &fs.PathError{Op: "open", Path: path, Err: err}
 }
 
-// openAt opens name in the state directory with flags, never following a
+// openAt opens name in the state directory in mode, never following a
 // link. If the state directory was removed (someone cleaned var/), a
-// create recreates it — not its parents — and tries once more.
-func (s *Store) openAt(name string, flags int, perm uint32) (int, error) {
+// mode that creates recreates it — not its parents — and tries once more.
+func (s *Store) openAt(name string, mode openMode) (int, error) {
 	s.dirMu.RLock()
 	dirfd := s.dirfd
-	fd, err := openatNoFollow(dirfd, s.dir, name, flags, perm)
+	fd, err := openAt(dirfd, name, mode)
 	s.dirMu.RUnlock()
-	if errors.Is(err, fs.ErrNotExist) && flags&unix.O_CREAT != 0 {
+	if errors.Is(err, fs.ErrNotExist) && mode.creates() {
 		if err := s.reopenDir(dirfd); err != nil {
 			return -1, err
 		}
 		s.dirMu.RLock()
-		fd, err = openatNoFollow(s.dirfd, s.dir, name, flags, perm)
+		fd, err = openAt(s.dirfd, name, mode)
 		s.dirMu.RUnlock()
 	}
-	return fd, err
+	switch {
+	case err == nil:
+		return fd, nil
+	case errors.Is(err, errSymlink):
+		return -1, fmt.Errorf("%s %w", s.pathOf(name), err)
+	}
+	return -1, &fs.PathError{Op: "open", Path: s.pathOf(name), Err: err}
 }
 
 // reopenDir replaces the directory descriptor old, whose directory is
@@ -66,73 +71,34 @@ func (s *Store) reopenDir(old int) error {
 	if err := os.Mkdir(s.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("recreate state directory: %w", err)
 	}
-	fd, err := openDir(s.dir)
+	fd, err := openDirectory(s.dir)
 	if err != nil {
 		return err
 	}
-	unix.Close(old)
+	closeFD(old)
 	s.dirfd = fd
 	return nil
-}
-
-// openatNoFollow opens name relative to dirfd with flags (see openat), and
-// says so plainly when name is a symlink. dir names the directory in
-// errors.
-func openatNoFollow(dirfd int, dir, name string, flags int, perm uint32) (int, error) {
-	fd, err := openat(dirfd, name, flags, perm)
-	if err == nil {
-		return fd, nil
-	}
-	path := dir + string(os.PathSeparator) + name // only for the error
-	switch {
-	case errors.Is(err, unix.ELOOP):
-		return -1, fmt.Errorf("%s is a symlink: refusing to follow it", path)
-	}
-	return -1, &fs.PathError{Op: "open", Path: path, Err: err}
-}
-
-// openat is openat(2) with O_NOFOLLOW and O_CLOEXEC added to flags,
-// retried when a signal interrupts it.
-func openat(dirfd int, name string, flags int, perm uint32) (int, error) {
-	for {
-		fd, err := unix.Openat(dirfd, name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
-		if !errors.Is(err, unix.EINTR) {
-			return fd, err
-		}
-	}
 }
 
 // names lists the state directory through its descriptor.
 func (s *Store) names() ([]string, error) {
 	s.dirMu.RLock()
-	fd, err := unix.Dup(s.dirfd)
-	s.dirMu.RUnlock()
-	if err != nil {
-		return nil, err
-	}
-	f := os.NewFile(uintptr(fd), s.dir)
-	defer f.Close()
-	if _, err := f.Seek(0, 0); err != nil {
-		return nil, err
-	}
-	return f.Readdirnames(-1)
+	defer s.dirMu.RUnlock()
+	return readDirNames(s.dirfd, s.dir)
 }
 
 // lstatAt stats name in the state directory without following a link.
-func (s *Store) lstatAt(name string) (unix.Stat_t, error) {
-	var st unix.Stat_t
+func (s *Store) lstatAt(name string) (fileStat, error) {
 	s.dirMu.RLock()
-	err := unix.Fstatat(s.dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
-	s.dirMu.RUnlock()
-	return st, err
+	defer s.dirMu.RUnlock()
+	return lstatAt(s.dirfd, name)
 }
 
 // unlinkAt removes name from the state directory.
 func (s *Store) unlinkAt(name string) error {
 	s.dirMu.RLock()
-	err := unix.Unlinkat(s.dirfd, name, 0)
-	s.dirMu.RUnlock()
-	return err
+	defer s.dirMu.RUnlock()
+	return unlinkAt(s.dirfd, name)
 }
 
 // closeDir releases the directory descriptor.
@@ -142,7 +108,7 @@ func (s *Store) closeDir() error {
 	if s.dirfd < 0 {
 		return nil
 	}
-	err := syscall.Close(s.dirfd)
+	err := closeFD(s.dirfd)
 	s.dirfd = -1
 	return err
 }
@@ -161,15 +127,15 @@ func (s *Store) closeDir() error {
 // user may not write, syscall.EROFS on a read-only filesystem.
 func (s *Store) CheckWritable() error {
 	name := ".writable-" + rand.Text()
-	fd, err := s.openAt(name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+	fd, err := s.openAt(name, openNew)
 	if err != nil {
 		return fmt.Errorf("fixedfilestore: state directory %s is not writable: %w", s.dir, err)
 	}
-	path := s.dir + string(os.PathSeparator) + name
-	if _, werr := unix.Write(fd, []byte{'\n'}); werr != nil {
+	path := s.pathOf(name)
+	if _, werr := pwrite(fd, []byte{'\n'}, 0); werr != nil {
 		err = &fs.PathError{Op: "write", Path: path, Err: werr}
 	}
-	if cerr := unix.Close(fd); cerr != nil {
+	if cerr := closeFD(fd); cerr != nil {
 		err = errors.Join(err, &fs.PathError{Op: "close", Path: path, Err: cerr})
 	}
 	if uerr := s.unlinkAt(name); uerr != nil {

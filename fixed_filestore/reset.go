@@ -1,5 +1,3 @@
-//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
-
 package fixedfilestore
 
 import (
@@ -7,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
-	"syscall"
 
 	"github.com/ratelab/ratelab"
 )
@@ -24,26 +20,25 @@ func (s *Store) Reset(ctx context.Context, r ratelab.Rule, key string) error {
 	if err := r.Validate(); err != nil {
 		return err
 	}
-	path := s.Path(r, key)
-	name := filepath.Base(path)
-	fd, err := s.openAt(name, syscall.O_RDWR|syscall.O_NONBLOCK, 0)
+	name := FileName(r, key)
+	fd, err := s.openAt(name, openLocked)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("fixedfilestore: reset: %w", err)
 	}
-	_, err = s.withLock(ctx, fd, path, func() (ratelab.Decision, error) {
-		if err := checkHeld(fd, path); err != nil {
-			if errors.Is(err, errReplaced) {
-				return ratelab.Decision{}, nil // removed meanwhile: nothing left to forget
-			}
-			return ratelab.Decision{}, err
+	err = s.withLock(ctx, fd, name, func() error {
+		switch err := s.checkHeld(fd, name); {
+		case errors.Is(err, errReplaced):
+			return nil // removed meanwhile: nothing left to forget
+		case err != nil:
+			return err
 		}
 		if err := s.unlinkAt(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return ratelab.Decision{}, err
+			return err
 		}
-		return ratelab.Decision{}, nil
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("fixedfilestore: reset: %w", err)
