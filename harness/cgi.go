@@ -36,11 +36,17 @@ func ServeCGI(a App, stderr io.Writer) error {
 	if os.Getenv("GATEWAY_INTERFACE") == "" {
 		return ErrNotCGI
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	a.Conns = 1 // one hit, then the process ends
-	if err := a.Validate(); err != nil {
+	c, err := a.check()
+	if err != nil {
 		return CGIError(err, stderr)
 	}
+	return serveCGI(c, stderr)
+}
+
+// serveCGI is ServeCGI of an App already checked.
+func serveCGI(a checkedApp, stderr io.Writer) error {
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	store, closeStore, err := a.newStore(logger)
 	if err != nil {
 		return CGIError(err, stderr)

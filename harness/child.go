@@ -92,6 +92,37 @@ func (a App) Rule() ratelab.Rule {
 
 // Validate reports the first thing wrong with a, in words a user can act on.
 func (a App) Validate() error {
+	_, err := a.check()
+	return err
+}
+
+// checkedApp is an App checked once, where it entered the process: its
+// rule validated and normalized, its client parsed. What is built from
+// it checks nothing again.
+type checkedApp struct {
+	App
+	rule   ratelab.Rule
+	client httplimit.Client
+}
+
+// check reports the first thing wrong with a, or returns it checked.
+func (a App) check() (checkedApp, error) {
+	if err := a.checkStore(); err != nil {
+		return checkedApp{}, err
+	}
+	client, err := a.Client()
+	if err != nil {
+		return checkedApp{}, err
+	}
+	r := a.Rule()
+	if err := r.Validate(); err != nil {
+		return checkedApp{}, err
+	}
+	return checkedApp{App: a, rule: r.Normalized(), client: client}, nil
+}
+
+// checkStore reports what a's store is missing.
+func (a App) checkStore() error {
 	switch a.Store {
 	case "memory":
 	case "file":
@@ -113,10 +144,7 @@ func (a App) Validate() error {
 	default:
 		return fmt.Errorf("harness: unknown store %q: use memory, file, redis, mysql or postgres", a.Store)
 	}
-	if _, err := a.Client(); err != nil {
-		return err
-	}
-	return a.Rule().Validate()
+	return nil
 }
 
 // Client is how the endpoint tells its clients apart: by the connection's
@@ -152,7 +180,18 @@ func (a App) env() []string {
 	}
 }
 
-func appFromEnv() (App, error) {
+// appFromEnv reads the configuration a child's parent gave it (env), and
+// checks it: the one check of a child's configuration.
+func appFromEnv() (checkedApp, error) {
+	a, err := parseEnv()
+	if err != nil {
+		return checkedApp{}, err
+	}
+	return a.check()
+}
+
+// parseEnv reads the configuration a child's parent gave it.
+func parseEnv() (App, error) {
 	a := App{Store: os.Getenv("RATELAB_STORE"), Dir: os.Getenv("RATELAB_DIR"), RedisURL: os.Getenv("RATELAB_REDIS"),
 		DSN: os.Getenv("RATELAB_DSN"), FrontToken: os.Getenv("RATELAB_FRONT_TOKEN"), Prefix: os.Getenv("RATELAB_PREFIX"),
 		TrustedProxies: os.Getenv("RATELAB_TRUSTED_PROXIES"), ForwardedHeader: os.Getenv("RATELAB_FORWARDED_HEADER")}
@@ -178,37 +217,40 @@ func appFromEnv() (App, error) {
 			return a, fmt.Errorf("RATELAB_NOW: %w", err)
 		}
 	}
-	return a, a.Validate()
+	return a, nil
 }
 
 // Handler builds the endpoint with a store of its own. Called once per
 // process, it is exactly what the lesson is about: a memory store made here
 // lives and dies with this process.
 func (a App) Handler(logger *slog.Logger) (http.Handler, error) {
-	if err := a.Validate(); err != nil {
-		return nil, err
-	}
-	store, _, err := a.newStore(logger)
+	c, err := a.check()
 	if err != nil {
 		return nil, err
 	}
-	return a.handlerFor(store, logger)
+	return c.handler(logger)
+}
+
+// handler is Handler of an App already checked.
+func (c checkedApp) handler(logger *slog.Logger) (http.Handler, error) {
+	store, _, err := c.newStore(logger)
+	if err != nil {
+		return nil, err
+	}
+	return c.handlerFor(store, logger)
 }
 
 // handlerFor builds the endpoint on store.
-func (a App) handlerFor(store ratelab.Store, logger *slog.Logger) (http.Handler, error) {
-	l, err := ratelab.NewLimiter(store, a.Rule())
+func (c checkedApp) handlerFor(store ratelab.Store, logger *slog.Logger) (http.Handler, error) {
+	l, err := ratelab.NewLimiter(store, c.rule)
 	if err != nil {
 		return nil, err
 	}
 	metrics := new(httplimit.Metrics)
-	client, err := a.Client()
-	if err != nil {
-		return nil, err
-	}
-	mw := &httplimit.Middleware{Limiter: l, Key: frontKey(a.FrontToken, client), Logger: logger, Metrics: metrics}
-	if !a.Now.IsZero() {
-		mw.Now = func() time.Time { return a.Now }
+	mw := &httplimit.Middleware{Limiter: l, Key: frontKey(c.FrontToken, c.client), Logger: logger, Metrics: metrics}
+	if !c.Now.IsZero() {
+		now := c.Now
+		mw.Now = func() time.Time { return now }
 	}
 	pid := strconv.Itoa(os.Getpid())
 	mux := http.NewServeMux()
@@ -247,7 +289,7 @@ func serveChild(stdin io.Reader, stdout io.Writer) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	h, err := app.Handler(logger)
+	h, err := app.handler(logger)
 	if err != nil {
 		return err
 	}
@@ -306,5 +348,6 @@ func cgiChild() error {
 	if err != nil {
 		return err
 	}
-	return ServeCGI(app, os.Stderr)
+	app.Conns = 1 // one hit, then the process ends
+	return serveCGI(app, os.Stderr)
 }

@@ -7,16 +7,17 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"net/netip"
 	"sync"
 	"time"
 
 	"github.com/ratelab/ratelab/httplimit"
 )
 
-// The front passes the client's address to its workers the way nginx
-// hands REMOTE_ADDR to PHP-FPM: in a field the client cannot set. Here it
-// is a request header, X-Ratelab-Remote-Addr, that a worker believes only
+// The front passes the client to its workers the way nginx hands
+// REMOTE_ADDR to PHP-FPM: in a field the client cannot set. Here it is a
+// request header, X-Ratelab-Client, holding the client as the worker keys
+// it (httplimit.Client.Bucket: the address, or an IPv6 client's network),
+// so the worker reads it and parses nothing. A worker believes it only
 // when the request also carries the front's token, X-Ratelab-Front — a
 // random secret the front makes at start and hands its workers in their
 // environment, which no client ever sees. A client that sends either
@@ -26,7 +27,7 @@ import (
 // secret; on one machine every process shares 127.0.0.1, so a secret it
 // is.) X-Forwarded-For is never read: any client can send it.
 const (
-	headerRemoteAddr = "X-Ratelab-Remote-Addr"
+	headerClient     = "X-Ratelab-Client"
 	headerFrontToken = "X-Ratelab-Front"
 )
 
@@ -39,8 +40,8 @@ func newFrontToken() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
-// frontKey keys a request on the client address its front passed on, if
-// the request carries the front's token, and otherwise on the client as
+// frontKey keys a request on the client its front passed on, if the
+// request carries the front's token, and otherwise on the client as
 // client tells it from the connection (and the proxies it trusts).
 func frontKey(token string, client httplimit.Client) httplimit.KeyFunc {
 	direct := client.Key(KeyPrefix)
@@ -49,11 +50,11 @@ func frontKey(token string, client httplimit.Client) httplimit.KeyFunc {
 		if token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
 			return direct(r)
 		}
-		addr, err := netip.ParseAddr(r.Header.Get(headerRemoteAddr))
-		if err != nil {
-			return "", errors.New("harness: the front passed no client address")
+		bucket := r.Header.Get(headerClient)
+		if bucket == "" {
+			return "", errors.New("harness: the front passed no client")
 		}
-		return KeyPrefix + httplimit.Client{}.Bucket(addr.Unmap()), nil
+		return KeyPrefix + bucket, nil
 	}
 }
 

@@ -228,15 +228,15 @@ func (h *Host) roundRobin() http.Handler {
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			w := h.workers[(next.Add(1)-1)%uint64(len(h.workers))]
 			pr.SetURL(w.url)
-			// The client's address, vouched for by the token: whatever
-			// the client sent under these names is replaced. Behind
-			// trusted proxies it is the one they passed on.
-			addr, err := h.client.Addr(pr.In)
-			host := addr.String()
-			if err != nil {
-				host, _, _ = net.SplitHostPort(pr.In.RemoteAddr)
+			// The client, as the worker keys it, vouched for by the
+			// token: whatever the client sent under these names is
+			// replaced. Behind trusted proxies it is the one they passed
+			// on.
+			if addr, err := h.client.Addr(pr.In); err == nil {
+				pr.Out.Header.Set(headerClient, h.client.Bucket(addr))
+			} else {
+				pr.Out.Header.Del(headerClient) // the worker refuses the hit
 			}
-			pr.Out.Header.Set(headerRemoteAddr, host)
 			pr.Out.Header.Set(headerFrontToken, h.cfg.App.FrontToken)
 			h.served.Add(1)
 		},

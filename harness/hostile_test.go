@@ -60,7 +60,7 @@ func TestEachClientItsOwnBucketBehindTheFront(t *testing.T) {
 			}
 			assert.Equal(t, http.StatusTooManyRequests, post(t, two, h.URL), "127.0.0.2, request %d", allowed+1)
 			assert.Equal(t, http.StatusTooManyRequests, post(t, two, h.URL,
-				"X-Ratelab-Remote-Addr", "198.51.100.1", "X-Ratelab-Front", "guess", "X-Forwarded-For", "198.51.100.2"),
+				"X-Ratelab-Client", "198.51.100.1", "X-Ratelab-Front", "guess", "X-Forwarded-For", "198.51.100.2"),
 				"headers sent by the client must not pick a new bucket")
 			assert.Equal(t, http.StatusOK, post(t, three, h.URL), "127.0.0.3 has a bucket of its own")
 		})
