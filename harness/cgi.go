@@ -24,28 +24,20 @@ var ErrNotCGI = errors.New("not under a CGI server (GATEWAY_INTERFACE is unset):
 // RemoteAddr, so the key is the client's address, as the original's.
 // Nothing else may be printed on stdout.
 //
-// Every process prepares the store as serve does once at start: a
-// database store's tables are created if they are missing. A
-// configuration error (an unusable state directory, an invalid rule, a
-// database that refuses the credentials) is answered 500 with a body that
+// a was checked where it entered the process (App.Check), and is not
+// checked again. Every process prepares the store as serve does once at
+// start: a database store's tables are created if they are missing. A
+// configuration error (an unusable state directory, a database that
+// refuses the credentials) is answered 500 with a body that
 // names no detail, and a one-line reason goes to stderr, which the web
 // server writes to its error log; passwords are masked there too. Redis
 // is not asked before the hit (a round trip per request): credentials it
 // refuses are found by the hit, answered 503, and never let through.
-func ServeCGI(a App, stderr io.Writer) error {
+func ServeCGI(a CheckedApp, stderr io.Writer) error {
 	if os.Getenv("GATEWAY_INTERFACE") == "" {
 		return ErrNotCGI
 	}
 	a.Conns = 1 // one hit, then the process ends
-	c, err := a.check()
-	if err != nil {
-		return CGIError(err, stderr)
-	}
-	return serveCGI(c, stderr)
-}
-
-// serveCGI is ServeCGI of an App already checked.
-func serveCGI(a checkedApp, stderr io.Writer) error {
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	store, closeStore, err := a.newStore(logger)
 	if err != nil {

@@ -92,33 +92,34 @@ func (a App) Rule() ratelab.Rule {
 
 // Validate reports the first thing wrong with a, in words a user can act on.
 func (a App) Validate() error {
-	_, err := a.check()
+	_, err := a.Check()
 	return err
 }
 
-// checkedApp is an App checked once, where it entered the process: its
-// rule validated and normalized, its client parsed. What is built from
+// CheckedApp is an App checked once, where it entered the process (App.Check):
+// its rule validated and normalized, its client parsed. What is built from
 // it checks nothing again.
-type checkedApp struct {
+type CheckedApp struct {
 	App
 	rule   ratelab.Rule
 	client httplimit.Client
 }
 
-// check reports the first thing wrong with a, or returns it checked.
-func (a App) check() (checkedApp, error) {
+// Check reports the first thing wrong with a, in words a user can act
+// on, or returns a checked.
+func (a App) Check() (CheckedApp, error) {
 	if err := a.checkStore(); err != nil {
-		return checkedApp{}, err
+		return CheckedApp{}, err
 	}
 	client, err := a.Client()
 	if err != nil {
-		return checkedApp{}, err
+		return CheckedApp{}, err
 	}
 	r := a.Rule()
 	if err := r.Validate(); err != nil {
-		return checkedApp{}, err
+		return CheckedApp{}, err
 	}
-	return checkedApp{App: a, rule: r.Normalized(), client: client}, nil
+	return CheckedApp{App: a, rule: r.Normalized(), client: client}, nil
 }
 
 // checkStore reports what a's store is missing.
@@ -182,12 +183,12 @@ func (a App) env() []string {
 
 // appFromEnv reads the configuration a child's parent gave it (env), and
 // checks it: the one check of a child's configuration.
-func appFromEnv() (checkedApp, error) {
+func appFromEnv() (CheckedApp, error) {
 	a, err := parseEnv()
 	if err != nil {
-		return checkedApp{}, err
+		return CheckedApp{}, err
 	}
-	return a.check()
+	return a.Check()
 }
 
 // parseEnv reads the configuration a child's parent gave it.
@@ -224,7 +225,7 @@ func parseEnv() (App, error) {
 // process, it is exactly what the lesson is about: a memory store made here
 // lives and dies with this process.
 func (a App) Handler(logger *slog.Logger) (http.Handler, error) {
-	c, err := a.check()
+	c, err := a.Check()
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +233,7 @@ func (a App) Handler(logger *slog.Logger) (http.Handler, error) {
 }
 
 // handler is Handler of an App already checked.
-func (c checkedApp) handler(logger *slog.Logger) (http.Handler, error) {
+func (c CheckedApp) handler(logger *slog.Logger) (http.Handler, error) {
 	store, _, err := c.newStore(logger)
 	if err != nil {
 		return nil, err
@@ -241,7 +242,7 @@ func (c checkedApp) handler(logger *slog.Logger) (http.Handler, error) {
 }
 
 // handlerFor builds the endpoint on store.
-func (c checkedApp) handlerFor(store ratelab.Store, logger *slog.Logger) (http.Handler, error) {
+func (c CheckedApp) handlerFor(store ratelab.Store, logger *slog.Logger) (http.Handler, error) {
 	l, err := ratelab.NewLimiter(store, c.rule)
 	if err != nil {
 		return nil, err
@@ -348,6 +349,5 @@ func cgiChild() error {
 	if err != nil {
 		return err
 	}
-	app.Conns = 1 // one hit, then the process ends
-	return serveCGI(app, os.Stderr)
+	return ServeCGI(app, os.Stderr)
 }

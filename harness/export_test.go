@@ -9,3 +9,12 @@ func (h *Host) Pids() []int {
 	}
 	return pids
 }
+
+// FrontKey is the key function of a worker whose front has token.
+var FrontKey = frontKey
+
+// The headers the front passes the client and its token in.
+const (
+	HeaderClient     = headerClient
+	HeaderFrontToken = headerFrontToken
+)

@@ -141,15 +141,15 @@ func cmdCGI(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	f := newFlags("cgi", io.Discard)
 	appOf := f.appFlags()
-	app, err := func() (harness.App, error) {
+	app, err := func() (harness.CheckedApp, error) {
 		if err := f.parse(args); err != nil {
-			return harness.App{}, err
+			return harness.CheckedApp{}, err
 		}
 		a, err := appOf()
 		if err != nil {
-			return a, err
+			return harness.CheckedApp{}, err
 		}
-		return a, a.Validate()
+		return a.Check()
 	}()
 	if err != nil {
 		harness.CGIError(err, stderr)
