@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -297,35 +296,6 @@ func TestBenchQuick(t *testing.T) {
 		assert.Contains(t, out, want)
 	}
 	assert.Regexp(t, `(?m)^- .* — (met|\*\*not met\*\*)$`, out)
-}
-
-// The usage is made from the command table: every command has its line
-// and its help, every command runs, and the package documentation names
-// every command in its list of families.
-func TestUsageComesFromTheCommandTable(t *testing.T) {
-	code, out, _ := cli("help")
-	require.Equal(t, 0, code)
-	src, err := os.ReadFile("main.go")
-	require.NoError(t, err)
-	doc := string(src[:strings.Index(string(src), "package main")])
-	for _, c := range commands() {
-		assert.Contains(t, out, "  ratelab "+fmt.Sprintf("%-8s", c.name)+" "+c.args, "usage line of %s", c.name)
-		assert.Regexp(t, `(?m)^  `+c.name+` +`+regexp.QuoteMeta(c.help)+`$`, out, "help line of %s", c.name)
-		assert.Regexp(t, `[ ,]`+c.name+`[ ,]`, doc, "the package doc names %s", c.name)
-		code, help, _ := cli(c.name, "-h")
-		if c.name != "cgi" { // cgi answers only under a CGI server
-			assert.Equal(t, 0, code, "%s -h", c.name)
-			// Every flag the usage line names is one the command defines.
-			for _, m := range regexp.MustCompile(`(?:^|[\s\[])-([a-z][a-z-]*)`).FindAllStringSubmatch(c.args, -1) {
-				assert.Regexp(t, `(?m)^  -`+m[1]+`\b`, help, "%s's usage names -%s", c.name, m[1])
-			}
-		}
-	}
-	code, _, errOut := cli("frobnicate")
-	assert.Equal(t, 2, code)
-	for _, c := range commands() {
-		assert.Contains(t, errOut, c.name, "the unknown-command line lists %s", c.name)
-	}
 }
 
 // ratelab reset unblocks one key of one rule, and nothing else.
