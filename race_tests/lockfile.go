@@ -54,12 +54,19 @@ func UnlinkAfterUnlock(dir string, unlink bool) (Result, error) {
 	if err := s.end(); err != nil {
 		return Result{}, err
 	}
-	r := result("keep the lock file", "1 holder at once", fmt.Sprintf("%d holder at once", holders))
-	if unlink {
-		r = result("unlink lock file after unlock", "2 holders at once", fmt.Sprintf("%d holders at once", holders))
+	return holdersResult("keep the lock file", "unlink lock file after unlock", unlink, holders, s.tr), nil
+}
+
+// holdersResult judges a run in which holders processes held "the" lock
+// at once: one, as it should be, under the name right; two under pitfall,
+// the name of the run that makes the mistake.
+func holdersResult(right, pitfall string, mistake bool, holders int, tr trace) Result {
+	r := result(right, "1 holder at once", fmt.Sprintf("%d holder at once", holders))
+	if mistake {
+		r = result(pitfall, "2 holders at once", fmt.Sprintf("%d holders at once", holders))
 	}
-	r.Trace = s.tr
-	return r, nil
+	r.Trace = tr
+	return r
 }
 
 // inodes names inode numbers #1, #2, … in the order they first appear, so
@@ -101,12 +108,7 @@ func ReplaceByRename(dir string, rename bool) (Result, error) {
 	if err := s.end(); err != nil {
 		return Result{}, err
 	}
-	r := result("write in place under the lock", "1 holder at once", fmt.Sprintf("%d holder at once", holders))
-	if rename {
-		r = result("replace locked file by rename", "2 holders at once", fmt.Sprintf("%d holders at once", holders))
-	}
-	r.Trace = s.tr
-	return r, nil
+	return holdersResult("write in place under the lock", "replace locked file by rename", rename, holders, s.tr), nil
 }
 
 // writeState is the writer of ReplaceByRename: it writes a new state to

@@ -35,13 +35,9 @@ func Demo(base string, procs, hits int, progress io.Writer) (Report, error) {
 	}
 	for _, c := range rep.cases() {
 		say("running %s …", c.name)
-		dir, err := os.MkdirTemp(base, c.name+"-")
+		r, err := runIn(base, c.name, c.run)
 		if err != nil {
 			return rep, err
-		}
-		r, err := c.run(dir)
-		if err != nil {
-			return rep, fmt.Errorf("%s: %w", c.name, err)
 		}
 		rep.Results = append(rep.Results, r)
 	}
@@ -52,6 +48,19 @@ func Demo(base string, procs, hits int, progress io.Writer) (Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// runIn runs the case called name in a fresh directory under base.
+func runIn(base, name string, run func(dir string) (Result, error)) (Result, error) {
+	dir, err := os.MkdirTemp(base, name+"-")
+	if err != nil {
+		return Result{}, err
+	}
+	r, err := run(dir)
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return r, nil
 }
 
 // A demoCase is one case of Demo, run in a fresh directory.
