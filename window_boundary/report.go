@@ -168,6 +168,20 @@ func (r *Report) crossProcess() error {
 
 // Print writes the table, the edge timeline and the cross-process runs.
 func (r Report) Print(out io.Writer) {
+	r.printTable(out)
+	r.printEdge(out)
+	if len(r.Bursts) > 0 {
+		r.printBursts(out)
+	}
+	fmt.Fprintln(out)
+	for _, e := range r.Errors {
+		fmt.Fprintln(out, "FAIL:", e)
+	}
+}
+
+// printTable writes each algorithm's most accepted in one window on each
+// pattern, against its bound, and what the patterns are.
+func (r Report) printTable(out io.Writer) {
 	c := r.Config
 	fmt.Fprintf(out, "limit %d per %s; most requests accepted in any %s span (both ends included)\n\n", c.Limit, dur(c.Window), dur(c.Window))
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
@@ -189,33 +203,36 @@ func (r Report) Print(out io.Writer) {
 				row.WronglyAllowed, row.Refused, 20*c.Limit)
 		}
 	}
+}
 
+// printEdge writes how many each algorithm accepted at each instant of
+// the edge pattern.
+func (r Report) printEdge(out io.Writer) {
+	c := r.Config
 	fmt.Fprintf(out, "\nthe edge, accepted per instant:\n\n")
-	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "\tt0\tt0+%s\tt0+%s\tin 1s\tin %s\t\n", dur(c.Window-time.Second), dur(c.Window), dur(c.Window))
 	for _, row := range r.Rows {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t  %s\n", row.Name, row.EdgeAccepts[0], row.EdgeAccepts[1], row.EdgeAccepts[2],
 			row.EdgeInSecond, row.Edge, strings.Repeat("█", row.Edge))
 	}
 	tw.Flush()
+}
 
-	if len(r.Bursts) > 0 {
-		fmt.Fprintf(out, "\nthe edge across processes, one process per request, each told its instant:\n\n")
-		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "store\talgorithm\tprocesses\taccepted\tin one window\tas in one process")
-		for i, b := range r.Bursts {
-			same := "yes"
-			if b.MaxInWindow != r.Rows[i].Edge {
-				same = "NO"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", b.Store, b.Algorithm, b.Requests, b.Accepted, b.MaxInWindow, same)
+// printBursts writes the edge pattern's runs across processes, each next
+// to the same algorithm in one process.
+func (r Report) printBursts(out io.Writer) {
+	fmt.Fprintf(out, "\nthe edge across processes, one process per request, each told its instant:\n\n")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "store\talgorithm\tprocesses\taccepted\tin one window\tas in one process")
+	for i, b := range r.Bursts {
+		same := "yes"
+		if b.MaxInWindow != r.Rows[i].Edge {
+			same = "NO"
 		}
-		tw.Flush()
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", b.Store, b.Algorithm, b.Requests, b.Accepted, b.MaxInWindow, same)
 	}
-	fmt.Fprintln(out)
-	for _, e := range r.Errors {
-		fmt.Fprintln(out, "FAIL:", e)
-	}
+	tw.Flush()
 }
 
 // Claim is what the demonstration claims when it passes.

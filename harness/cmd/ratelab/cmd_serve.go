@@ -33,15 +33,11 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := f.parse(args); err != nil {
 		return 0, err
 	}
-	policy, err := ratelab.ParseFailPolicy(*outage)
-	switch {
-	case *outage != "" && (err != nil || policy == ratelab.FailClosed):
-		return 0, usagef("-outage %q: use open or local (fail-closed answers 503 to every request)", *outage)
-	case *outage != "" && *store != "":
-		return 0, usagef("-outage replaces -store: give one of them")
-	case *outage == "" && *store != "memory" && *store != "file":
-		return 0, usagef("-store %q: use memory or file", *store)
-	case *requests <= 0 || *conc <= 0:
+	policy, err := demoPolicy(*store, *outage)
+	if err != nil {
+		return 0, err
+	}
+	if *requests <= 0 || *conc <= 0 {
 		return 0, usagef("-requests and -concurrency must be positive")
 	}
 	dir, cleanup, err := scratch("demo")
@@ -68,6 +64,25 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	printHarnessReport(stdout, rep, *stable)
 	fmt.Fprintln(stdout)
 	return claim.Verdict(stdout, rep.Pass(), "every row shows what the demo claims"), nil
+}
+
+// demoPolicy checks that demo was given a store or an outage, and returns
+// the outage's fail policy (FailOpen without one).
+func demoPolicy(store, outage string) (ratelab.FailPolicy, error) {
+	if outage == "" {
+		if store != "memory" && store != "file" {
+			return 0, usagef("-store %q: use memory or file", store)
+		}
+		return ratelab.FailOpen, nil
+	}
+	policy, err := ratelab.ParseFailPolicy(outage)
+	switch {
+	case err != nil || policy == ratelab.FailClosed:
+		return 0, usagef("-outage %q: use open or local (fail-closed answers 503 to every request)", outage)
+	case store != "":
+		return 0, usagef("-outage replaces -store: give one of them")
+	}
+	return policy, nil
 }
 
 func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
