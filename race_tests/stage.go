@@ -110,16 +110,6 @@ func (s *stage) step(lane int, bad bool, format string, args ...any) {
 	s.tr.add(lane, bad, format, args...)
 }
 
-// count returns the count in the state file at path.
-func (s *stage) count(path string) int64 {
-	if s.err != nil {
-		return 0
-	}
-	n, err := ReadCount(path)
-	s.fail(err)
-	return n
-}
-
 // end waits for every child to exit and returns the first error.
 func (s *stage) end() error {
 	if s.err == nil {
