@@ -63,20 +63,16 @@ const (
 	// behind) counts in the current window. A window that ends further
 	// ahead belongs to another rule of the same name (see ErrRuleConflict).
 	MaxSkew = time.Minute
-)
-
-// The instants a hit may carry, in Unix seconds: from the epoch to the
-// start of the year 3000.
-const (
-	minUnix = 0
-	maxUnix = 32503680000 // 3000-01-01T00:00:00Z
+	// MaxUnix ends the instants a hit may carry, in Unix seconds: they run
+	// from the epoch to 3000-01-01T00:00:00Z, this one excluded.
+	MaxUnix = 32503680000
 )
 
 // CheckInstant reports an error unless t lies between 1970-01-01 and
 // 3000-01-01 (UTC): state is kept in Unix time, and an absurd instant is a
 // caller's bug, not a hit.
 func CheckInstant(t time.Time) error {
-	if u := t.Unix(); u < minUnix || u >= maxUnix {
+	if u := t.Unix(); u < 0 || u >= MaxUnix {
 		return fmt.Errorf("ratelab: instant %s is outside 1970-01-01 to 3000-01-01", t.UTC().Format(time.RFC3339))
 	}
 	return nil

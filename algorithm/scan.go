@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/ratelab/ratelab"
 )
 
-// maxUnix is 3000-01-01T00:00:00Z in Unix seconds, the end of the instants
-// ratelab accepts.
-const maxUnix = 32503680000
+// maxUnix ends the instants ratelab accepts (ratelab.MaxUnix).
+const maxUnix = ratelab.MaxUnix
 
 // maxStateUnix bounds the instants a state may record: a window that
 // opens just before maxUnix ends up to two maximal windows later.

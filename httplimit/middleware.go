@@ -84,70 +84,93 @@ type Middleware struct {
 
 // Wrap returns next behind the limiter.
 func (m *Middleware) Wrap(next http.Handler) http.Handler {
-	key := m.Key
-	if key == nil {
-		key = RemoteAddrKey("ip:")
+	h := &limited{
+		m: m, next: next,
+		key: m.Key, now: m.Now, logger: m.Logger,
+		count: m.Metrics.add, // a nil *Metrics counts nothing
+		first: m.Limiter.Rules()[0].Name,
 	}
-	now := m.Now
-	if now == nil {
-		now = time.Now
+	if h.key == nil {
+		h.key = RemoteAddrKey("ip:")
 	}
-	logger := m.Logger
-	if logger == nil {
-		logger = slog.Default()
+	if h.now == nil {
+		h.now = time.Now
 	}
-	count := m.Metrics.add // a nil *Metrics counts nothing
+	if h.logger == nil {
+		h.logger = slog.Default()
+	}
 	var policies []string
 	for _, r := range m.Limiter.Rules() {
 		policies = append(policies, fmt.Sprintf("%q;q=%d;w=%d", r.Name, r.Limit, int64(r.Window/time.Second)))
 	}
-	policyField := strings.Join(policies, ", ")
-	first := m.Limiter.Rules()[0].Name
-
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if m.Allow != nil && m.Allow(r) {
-			count(first, Allowlisted)
-			next.ServeHTTP(w, r)
-			return
-		}
-		k, err := key(r)
-		if err != nil {
-			logger.Error("httplimit: cannot key request", "err", err)
-			http.Error(w, "rate limiter cannot identify the client", http.StatusInternalServerError)
-			return
-		}
-		// !+answer
-		d, err := m.Limiter.AllowAt(r.Context(), k, now())
-		if err != nil {
-			count(first, Unavailable)
-			logger.Error("httplimit: rate limiter unavailable, refusing request", "err", err)
-			http.Error(w, "rate limiter unavailable, try again later", http.StatusServiceUnavailable)
-			return
-		}
-		h := w.Header()
-		h.Set("RateLimit-Policy", policyField)
-		wait := d.ResetAfter
-		if !d.Allowed {
-			wait = d.RetryAfter
-		}
-		t := strconv.FormatInt(ratelab.CeilSeconds(wait), 10)
-		h.Set("RateLimit", fmt.Sprintf("%q;r=%d;t=%s", d.Rule.Name, d.Remaining, t))
-		switch {
-		case d.Allowed:
-			count(d.Rule.Name, allowedOutcome(d))
-		case m.DryRun:
-			count(d.Rule.Name, DryRunRefused)
-			logger.Warn("httplimit: dry run: this request would have been refused", "policy", d.Rule.Name, "retry_after", t)
-		default:
-			count(d.Rule.Name, refusedOutcome(d))
-			h.Set("Retry-After", t)
-			http.Error(w, "rate limit exceeded: retry after "+t+" seconds", http.StatusTooManyRequests)
-			return
-		}
-		// !-answer
-		next.ServeHTTP(w, r)
-	})
+	h.policyField = strings.Join(policies, ", ")
+	return h
 }
+
+// limited is a handler behind a Middleware, with the Middleware's
+// defaults filled in and its RateLimit-Policy field written once.
+type limited struct {
+	m           *Middleware
+	next        http.Handler
+	key         KeyFunc
+	now         func() time.Time
+	logger      *slog.Logger
+	count       func(policy, outcome string)
+	first       string // the first rule's name, for what no rule decided
+	policyField string
+}
+
+func (l *limited) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if l.m.Allow != nil && l.m.Allow(r) {
+		l.count(l.first, Allowlisted)
+		l.next.ServeHTTP(w, r)
+		return
+	}
+	k, err := l.key(r)
+	if err != nil {
+		l.logger.Error("httplimit: cannot key request", "err", err)
+		http.Error(w, "rate limiter cannot identify the client", http.StatusInternalServerError)
+		return
+	}
+	l.answer(w, r, k)
+}
+
+// !+answer
+
+// answer asks the limiter about one hit on key k, reports the decision in
+// the RateLimit fields, and passes the request on if it is allowed.
+func (l *limited) answer(w http.ResponseWriter, r *http.Request, k string) {
+	d, err := l.m.Limiter.AllowAt(r.Context(), k, l.now())
+	if err != nil {
+		l.count(l.first, Unavailable)
+		l.logger.Error("httplimit: rate limiter unavailable, refusing request", "err", err)
+		http.Error(w, "rate limiter unavailable, try again later", http.StatusServiceUnavailable)
+		return
+	}
+	h := w.Header()
+	h.Set("RateLimit-Policy", l.policyField)
+	wait := d.ResetAfter
+	if !d.Allowed {
+		wait = d.RetryAfter
+	}
+	t := strconv.FormatInt(ratelab.CeilSeconds(wait), 10)
+	h.Set("RateLimit", fmt.Sprintf("%q;r=%d;t=%s", d.Rule.Name, d.Remaining, t))
+	switch {
+	case d.Allowed:
+		l.count(d.Rule.Name, allowedOutcome(d))
+	case l.m.DryRun:
+		l.count(d.Rule.Name, DryRunRefused)
+		l.logger.Warn("httplimit: dry run: this request would have been refused", "policy", d.Rule.Name, "retry_after", t)
+	default:
+		l.count(d.Rule.Name, refusedOutcome(d))
+		h.Set("Retry-After", t)
+		http.Error(w, "rate limit exceeded: retry after "+t+" seconds", http.StatusTooManyRequests)
+		return
+	}
+	l.next.ServeHTTP(w, r)
+}
+
+// !-answer
 
 // allowedOutcome is the Metrics outcome of an allowed decision: counted,
 // let through uncounted (fail-open), or allowed by this process alone

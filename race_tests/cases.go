@@ -7,13 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"time"
 
 	"github.com/ratelab/ratelab/algorithm"
 	"github.com/ratelab/ratelab/internal/childproc"
 	"github.com/ratelab/ratelab/internal/claim"
-	"github.com/ratelab/ratelab/internal/seqchart"
 )
 
 // Result is one demonstration: what it claims, what it saw.
@@ -39,48 +36,6 @@ func closeAll(ps ...*childproc.Proc) error {
 	return errors.Join(errs...)
 }
 
-// holdersWithC starts C, which tries the lock on path once without
-// waiting, while one process already holds "the" lock: it returns 2 if C
-// got a lock too, with the inode C locked, or 1 if C found it busy.
-func holdersWithC(path string) (int, string, error) {
-	c, err := child("C", roleLockTry, path)
-	if err != nil {
-		return 0, "", err
-	}
-	defer c.Kill()
-	says, err := c.Expect("")
-	if err != nil {
-		return 0, "", err
-	}
-	if err := c.Close(); err != nil {
-		return 0, "", err
-	}
-	if ino, ok := strings.CutPrefix(says, "locked "); ok {
-		return 2, ino, nil
-	}
-	return 1, "", nil
-}
-
-// waitsBehindLock checks that b, which announced it is taking the lock
-// that a holds, stays silent — it cannot have read — and then lets a go on.
-func waitsBehindLock(b, a *childproc.Proc) error {
-	if _, err := b.Expect("locking"); err != nil {
-		return err
-	}
-	if !b.Quiet(50 * time.Millisecond) {
-		return errors.New("racetests: B read the state while A held the lock")
-	}
-	return a.Send("go")
-}
-
-// trace records what a choreography observed, step by step, for its
-// sequence diagram.
-type trace []seqchart.Step
-
-func (t *trace) add(lane int, bad bool, format string, args ...any) {
-	*t = append(*t, seqchart.Step{Lane: lane, Text: fmt.Sprintf(format, args...), Bad: bad})
-}
-
 func counterEnv(lock bool, order WriteOrder, pause string) []string {
 	l := "0"
 	if lock {
@@ -98,85 +53,60 @@ func counterEnv(lock bool, order WriteOrder, pause string) []string {
 func LostUpdate(dir string, lock bool) (Result, error) {
 	path := filepath.Join(dir, "state.json")
 	env := counterEnv(lock, WriteThenTruncate, "after-read")
+	var s stage // lanes: A, B, the file
+	defer s.kill()
 
-	a, err := child("A", roleCounter, path, env...)
-	if err != nil {
-		return Result{}, err
-	}
-	defer a.Kill()
+	a := s.start("A", roleCounter, path, env...)
+	s.expectIf(lock, a, "locking")
+	readA := s.expect(a, "read count=") // A has read 0 and waits
+	s.step(0, false, "reads count %s", readA)
+	b := s.start("B", roleCounter, path, env...)
 	if lock {
-		if _, err := a.Expect("locking"); err != nil {
-			return Result{}, err
-		}
+		s.waitBehindLock(b, a) // then A writes 1 and unlocks
 	}
-	readA, err := a.Expect("read count=") // A has read 0 and waits
-	if err != nil {
-		return Result{}, err
-	}
-	var tr trace // lanes: A, B, the file
-	tr.add(0, false, "reads count %s", readA)
-	b, err := child("B", roleCounter, path, env...)
-	if err != nil {
-		return Result{}, err
-	}
-	defer b.Kill()
-	if lock {
-		if err := waitsBehindLock(b, a); err != nil { // then A writes 1 and unlocks
-			return Result{}, err
-		}
-	}
-	readB, err := b.Expect("read count=") // without a lock: B read 0 too
-	if err != nil {
-		return Result{}, err
-	}
+	readB := s.expect(b, "read count=") // without a lock: B read 0 too
 	if !lock {
-		if err := a.Send("go"); err != nil { // A writes 1
-			return Result{}, err
-		}
+		s.goAhead(a) // A writes 1
 	}
-	wroteA, err := a.Expect("result count=")
-	if err != nil {
-		return Result{}, err
-	}
+	wroteA := s.expect(a, "result count=")
 	if lock { // A wrote before B could read
-		tr.add(0, false, "writes count %s, unlocks", wroteA)
-		tr.add(2, false, "count %s", wroteA)
-		tr.add(1, false, "gets the lock, reads count %s", readB)
+		s.step(0, false, "writes count %s, unlocks", wroteA)
+		s.step(2, false, "count %s", wroteA)
+		s.step(1, false, "gets the lock, reads count %s", readB)
 	} else {
-		tr.add(1, false, "reads count %s", readB)
-		tr.add(0, false, "writes count %s", wroteA)
-		tr.add(2, false, "count %s", wroteA)
+		s.step(1, false, "reads count %s", readB)
+		s.step(0, false, "writes count %s", wroteA)
+		s.step(2, false, "count %s", wroteA)
 	}
-	if err := b.Send("go"); err != nil { // B writes its own read + 1
-		return Result{}, err
-	}
-	wroteB, err := b.Expect("result count=")
-	if err != nil {
-		return Result{}, err
-	}
-	tr.add(1, false, "writes count %s", wroteB)
-	if err := closeAll(a, b); err != nil {
+	s.goAhead(b) // B writes its own read + 1
+	s.step(1, false, "writes count %s", s.expect(b, "result count="))
+	if err := s.end(); err != nil {
 		return Result{}, err
 	}
 	final, err := ReadCount(path)
 	if err != nil {
 		return Result{}, err
 	}
+	r := lostUpdateResult(lock, final, &s.tr)
+	r.Detail = fmt.Sprintf("A read %s, B read %s", readA, readB)
+	return r, nil
+}
 
+// lostUpdateResult judges a lost-update run whose file ended at count
+// final, and draws that last state.
+func lostUpdateResult(lock bool, final int64, tr *trace) Result {
 	name, want := "lost update, lock-free", "2 hits → count 1 (1 lost)"
 	if lock {
 		name, want = "lost update, flock", "2 hits → count 2 (0 lost)"
 	}
-	got := fmt.Sprintf("2 hits → count %d (%d lost)", final, 2-final)
 	if final < 2 {
 		tr.add(2, true, "count %d: A's hit is gone", final)
 	} else {
 		tr.add(2, false, "count %d", final)
 	}
-	r := result(name, want, got)
-	r.Detail = fmt.Sprintf("A read %s, B read %s", readA, readB)
-	r.Trace = tr
-	return r, nil
+	r := result(name, want, fmt.Sprintf("2 hits → count %d (%d lost)", final, 2-final))
+	r.Trace = *tr
+	return r
 }
 
 // !-lostupdate
@@ -193,77 +123,65 @@ func TornRead(dir string, order WriteOrder, lock bool) (Result, error) {
 	if err := os.WriteFile(path, algorithm.Fixed{Count: 5, ResetAt: demoNow().Unix() + 3600}.Append(nil), 0o600); err != nil {
 		return Result{}, err
 	}
-	a, err := child("A", roleCounter, path, counterEnv(lock, order, "mid-write")...)
-	if err != nil {
-		return Result{}, err
-	}
-	defer a.Kill()
-	if lock {
-		if _, err := a.Expect("locking"); err != nil {
-			return Result{}, err
-		}
-	}
-	if _, err := a.Expect("read count=5"); err != nil {
-		return Result{}, err
-	}
-	if _, err := a.Expect("mid-write"); err != nil {
-		return Result{}, err
-	}
-	var tr trace // lanes: A, B, the file
-	tr.add(2, false, "count 5")
-	tr.add(0, false, "reads count 5")
-	if order == TruncateFirst {
-		tr.add(0, false, "truncates the file to 0 bytes")
-		tr.add(2, false, "empty")
-	} else {
-		tr.add(0, false, "writes count 6 over count 5")
-		tr.add(2, false, "count 6")
-	}
-	b, err := child("B", roleCounter, path, counterEnv(lock, order, "")...)
-	if err != nil {
-		return Result{}, err
-	}
-	defer b.Kill()
-	if lock {
-		if err := waitsBehindLock(b, a); err != nil {
-			return Result{}, err
-		}
-	}
-	readB, err := b.Expect("read count=")
-	if err != nil {
-		return Result{}, err
-	}
-	resB, err := b.Expect("result count=")
-	if err != nil {
-		return Result{}, err
-	}
-	if lock {
-		tr.add(0, false, "finishes its write, unlocks")
-		tr.add(2, false, "count 6")
-	}
-	tr.add(1, readB == "0", "reads count %s", readB)
-	tr.add(1, false, "writes count %s", resB)
-	if resB == "1" {
-		tr.add(2, true, "count 1: a new window")
-	} else {
-		tr.add(2, false, "count %s", resB)
-	}
-	if !lock {
-		if err := a.Send("go"); err != nil {
-			return Result{}, err
-		}
-	}
-	resA, err := a.Expect("result count=")
-	if err != nil {
-		return Result{}, err
-	}
-	if !lock {
-		tr.add(0, false, "finishes its write of count %s", resA)
-	}
-	if err := closeAll(a, b); err != nil {
-		return Result{}, err
-	}
+	var s stage // lanes: A, B, the file
+	defer s.kill()
 
+	a := s.start("A", roleCounter, path, counterEnv(lock, order, "mid-write")...)
+	s.expectIf(lock, a, "locking")
+	s.expect(a, "read count=5")
+	s.expect(a, "mid-write")
+	s.stepsToMidWrite(order)
+	b := s.start("B", roleCounter, path, counterEnv(lock, order, "")...)
+	if lock {
+		s.waitBehindLock(b, a)
+	}
+	readB := s.expect(b, "read count=")
+	resB := s.expect(b, "result count=")
+	if lock {
+		s.step(0, false, "finishes its write, unlocks")
+		s.step(2, false, "count 6")
+	}
+	s.step(1, readB == "0", "reads count %s", readB)
+	s.step(1, false, "writes count %s", resB)
+	if resB == "1" {
+		s.step(2, true, "count 1: a new window")
+	} else {
+		s.step(2, false, "count %s", resB)
+	}
+	if !lock {
+		s.goAhead(a)
+	}
+	resA := s.expect(a, "result count=")
+	if !lock {
+		s.step(0, false, "finishes its write of count %s", resA)
+	}
+	if err := s.end(); err != nil {
+		return Result{}, err
+	}
+	final, err := ReadCount(path)
+	if err != nil {
+		return Result{}, err
+	}
+	return tornReadResult(order, lock, readB, resB, final, &s.tr), nil
+}
+
+// stepsToMidWrite draws the torn read up to A's stop: what A did and
+// what the file holds then.
+func (s *stage) stepsToMidWrite(order WriteOrder) {
+	s.step(2, false, "count 5")
+	s.step(0, false, "reads count 5")
+	if order == TruncateFirst {
+		s.step(0, false, "truncates the file to 0 bytes")
+		s.step(2, false, "empty")
+	} else {
+		s.step(0, false, "writes count 6 over count 5")
+		s.step(2, false, "count 6")
+	}
+}
+
+// tornReadResult judges a torn-read run in which B read readB and wrote
+// resB, and the file ended at count final; it draws that last state.
+func tornReadResult(order WriteOrder, lock bool, readB, resB string, final int64, tr *trace) Result {
 	name := fmt.Sprintf("torn read, %s, lock-free", order)
 	want := "B reads 6, counts 7"
 	switch {
@@ -276,18 +194,14 @@ func TornRead(dir string, order WriteOrder, lock bool) (Result, error) {
 	if resB == "1" {
 		got += " (window restarted)"
 	}
-	final, err := ReadCount(path)
-	if err != nil {
-		return Result{}, err
-	}
 	if final < 7 { // 5, A's hit and B's
 		tr.add(2, true, "count %d: a hit is gone", final)
 	} else {
 		tr.add(2, false, "count %d", final)
 	}
 	r := result(name, want, got)
-	r.Trace = tr
-	return r, nil
+	r.Trace = *tr
+	return r
 }
 
 // !-tornread

@@ -65,6 +65,22 @@ func (c *BrokenCounter) HitAt(now time.Time) (algorithm.Fixed, error) {
 		defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	}
 
+	prev := c.read(f, now)
+	next, _, err := prev.Take(CountRule(), now)
+	if err != nil {
+		// A torn write can leave digits run together, a reset_at far
+		// ahead: as the original, unreadable state is a new window.
+		next, _, _ = algorithm.Fixed{}.Take(CountRule(), now)
+	}
+	if err := c.write(f, next.Append(nil)); err != nil {
+		return next, fmt.Errorf("racetests: write %s: %w", c.Path, err)
+	}
+	return next, nil
+}
+
+// read returns the state in f, and tells AfterRead the count still live
+// at now.
+func (c *BrokenCounter) read(f *os.File, now time.Time) algorithm.Fixed {
 	buf := make([]byte, 128)
 	n, _ := f.ReadAt(buf, 0)
 	prev, err := algorithm.DecodeFixed(buf[:n])
@@ -78,36 +94,29 @@ func (c *BrokenCounter) HitAt(now time.Time) (algorithm.Fixed, error) {
 		}
 		c.AfterRead(live)
 	}
-	next, _, err := prev.Take(CountRule(), now)
-	if err != nil {
-		// A torn write can leave digits run together, a reset_at far
-		// ahead: as the original, unreadable state is a new window.
-		next, _, _ = algorithm.Fixed{}.Take(CountRule(), now)
-	}
-	out := next.Append(nil)
+	return prev
+}
 
-	switch c.Order {
-	case TruncateFirst:
+// write puts out into f in c's write order, calling MidWrite halfway.
+func (c *BrokenCounter) write(f *os.File, out []byte) error {
+	midWrite := func() {
+		if c.MidWrite != nil {
+			c.MidWrite()
+		}
+	}
+	if c.Order == TruncateFirst {
 		if err := f.Truncate(0); err != nil {
-			return next, err
+			return err
 		}
-		if c.MidWrite != nil {
-			c.MidWrite()
-		}
-		_, err = f.WriteAt(out, 0)
-	default:
-		if _, err := f.WriteAt(out, 0); err != nil {
-			return next, err
-		}
-		if c.MidWrite != nil {
-			c.MidWrite()
-		}
-		err = f.Truncate(int64(len(out)))
+		midWrite() // the file is empty now
+		_, err := f.WriteAt(out, 0)
+		return err
 	}
-	if err != nil {
-		return next, fmt.Errorf("racetests: write %s: %w", c.Path, err)
+	if _, err := f.WriteAt(out, 0); err != nil {
+		return err
 	}
-	return next, nil
+	midWrite() // the new state is in, the old one's tail may follow it
+	return f.Truncate(int64(len(out)))
 }
 
 // !-hitat

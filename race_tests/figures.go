@@ -37,13 +37,9 @@ func Figures(base string) ([]Figure, error) {
 	}
 	var out []Figure
 	for _, c := range cases {
-		dir, err := os.MkdirTemp(base, "figure-")
+		r, err := runIn(base, c.name, c.run)
 		if err != nil {
 			return nil, err
-		}
-		r, err := c.run(dir)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", c.name, err)
 		}
 		if !r.Pass() {
 			return nil, fmt.Errorf("%s: the run did not show what it claims: %s", c.name, r.Observed)

@@ -24,64 +24,49 @@ func UnlinkAfterUnlock(dir string, unlink bool) (Result, error) {
 	if unlink {
 		u = "1"
 	}
-	a, err := child("A", roleLockHold, path, "RATELAB_RACE_UNLINK="+u)
-	if err != nil {
-		return Result{}, err
-	}
-	defer a.Kill()
-	inoA, err := a.Expect("locked")
-	if err != nil {
-		return Result{}, err
-	}
-	var tr trace // lanes: A, B, C, the path
+	var s stage // lanes: A, B, C, the path
+	defer s.kill()
 	ino := inodes{}
-	tr.add(3, false, "demo.lock → %s", ino.name(inoA))
-	tr.add(0, false, "locks %s", ino.name(inoA))
-	b, err := child("B", roleLockWait, path)
-	if err != nil {
-		return Result{}, err
-	}
-	defer b.Kill()
-	inoB, err := b.Expect("opened") // B holds a descriptor, waits in flock
-	if err != nil {
-		return Result{}, err
-	}
-	tr.add(1, false, "opens %s, waits for its lock", ino.name(inoB))
-	if err := a.Send("go"); err != nil { // A unlocks (and unlinks)
-		return Result{}, err
-	}
-	if _, err := a.Expect("released"); err != nil {
-		return Result{}, err
-	}
+
+	a := s.start("A", roleLockHold, path, "RATELAB_RACE_UNLINK="+u)
+	inoA := ino.name(s.expect(a, "locked"))
+	s.step(3, false, "demo.lock → %s", inoA)
+	s.step(0, false, "locks %s", inoA)
+	b := s.start("B", roleLockWait, path)
+	inoB := ino.name(s.expect(b, "opened")) // B holds a descriptor, waits in flock
+	s.step(1, false, "opens %s, waits for its lock", inoB)
+	s.goAhead(a) // A unlocks (and unlinks)
+	s.expect(a, "released")
 	if unlink {
-		tr.add(0, false, "unlocks, then unlinks demo.lock")
-		tr.add(3, false, "demo.lock → nothing")
+		s.step(0, false, "unlocks, then unlinks demo.lock")
+		s.step(3, false, "demo.lock → nothing")
 	} else {
-		tr.add(0, false, "unlocks")
+		s.step(0, false, "unlocks")
 	}
-	if inoB, err = b.Expect("locked"); err != nil {
-		return Result{}, err
-	}
-	tr.add(1, false, "gets the lock on %s", ino.name(inoB))
-	holders, inoC, err := holdersWithC(path)
-	if err != nil {
-		return Result{}, err
-	}
+	s.step(1, false, "gets the lock on %s", ino.name(s.expect(b, "locked")))
+	holders, inoC := s.holdersWithC(path)
 	if holders == 2 {
-		tr.add(3, false, "demo.lock → %s (C made it)", ino.name(inoC))
-		tr.add(2, true, "opens demo.lock, locks %s", ino.name(inoC))
+		s.step(3, false, "demo.lock → %s (C made it)", ino.name(inoC))
+		s.step(2, true, "opens demo.lock, locks %s", ino.name(inoC))
 	} else {
-		tr.add(2, false, "tries demo.lock: busy")
+		s.step(2, false, "tries demo.lock: busy")
 	}
-	if err := closeAll(a, b); err != nil {
+	if err := s.end(); err != nil {
 		return Result{}, err
 	}
-	r := result("keep the lock file", "1 holder at once", fmt.Sprintf("%d holder at once", holders))
-	if unlink {
-		r = result("unlink lock file after unlock", "2 holders at once", fmt.Sprintf("%d holders at once", holders))
+	return holdersResult("keep the lock file", "unlink lock file after unlock", unlink, holders, s.tr), nil
+}
+
+// holdersResult judges a run in which holders processes held "the" lock
+// at once: one, as it should be, under the name right; two under pitfall,
+// the name of the run that makes the mistake.
+func holdersResult(right, pitfall string, mistake bool, holders int, tr trace) Result {
+	r := result(right, "1 holder at once", fmt.Sprintf("%d holder at once", holders))
+	if mistake {
+		r = result(pitfall, "2 holders at once", fmt.Sprintf("%d holders at once", holders))
 	}
 	r.Trace = tr
-	return r, nil
+	return r
 }
 
 // inodes names inode numbers #1, #2, … in the order they first appear, so
@@ -102,61 +87,52 @@ func (m inodes) name(ino string) string {
 // the new file at once. Writing in place, under the lock, C finds it busy.
 func ReplaceByRename(dir string, rename bool) (Result, error) {
 	path := filepath.Join(dir, "state.json")
-	a, err := child("A", roleLockHold, path)
-	if err != nil {
-		return Result{}, err
-	}
-	defer a.Kill()
-	inoA, err := a.Expect("locked")
-	if err != nil {
-		return Result{}, err
-	}
-	var tr trace // lanes: A, the writer, C, the path
+	var s stage // lanes: A, the writer, C, the path
+	defer s.kill()
 	ino := inodes{}
-	tr.add(3, false, "state.json → %s", ino.name(inoA))
-	tr.add(0, false, "locks %s", ino.name(inoA))
-	state := algorithm.Fixed{Count: 7, ResetAt: demoNow().Unix() + 3600}.Append(nil)
-	if rename {
-		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, state, 0o600); err != nil {
-			return Result{}, err
-		}
-		tr.add(1, false, "writes state.json.tmp (%s)", ino.name(fmt.Sprint(pathInode(tmp))))
-		if err := os.Rename(tmp, path); err != nil {
-			return Result{}, err
-		}
-		tr.add(1, false, "renames it over state.json")
-		tr.add(3, false, "state.json → %s", ino.name(fmt.Sprint(pathInode(path))))
-	} else if err := os.WriteFile(path, state, 0o600); err != nil { // in place, as the holder would
-		return Result{}, err
-	} else {
-		tr.add(1, false, "writes state.json in place (%s)", ino.name(fmt.Sprint(pathInode(path))))
-	}
-	holders, inoC, err := holdersWithC(path)
-	if err != nil {
-		return Result{}, err
-	}
+
+	a := s.start("A", roleLockHold, path)
+	inoA := ino.name(s.expect(a, "locked"))
+	s.step(3, false, "state.json → %s", inoA)
+	s.step(0, false, "locks %s", inoA)
+	s.writeState(path, rename, ino)
+	holders, inoC := s.holdersWithC(path)
 	if holders == 2 {
-		tr.add(2, true, "opens state.json, locks %s", ino.name(inoC))
-		tr.add(0, true, "still holds %s, now nameless", ino.name(inoA))
+		s.step(2, true, "opens state.json, locks %s", ino.name(inoC))
+		s.step(0, true, "still holds %s, now nameless", inoA)
 	} else {
-		tr.add(2, false, "tries state.json: busy")
+		s.step(2, false, "tries state.json: busy")
 	}
-	if err := a.Send("go"); err != nil {
+	s.goAhead(a)
+	s.expect(a, "released")
+	if err := s.end(); err != nil {
 		return Result{}, err
 	}
-	if _, err := a.Expect("released"); err != nil {
-		return Result{}, err
+	return holdersResult("write in place under the lock", "replace locked file by rename", rename, holders, s.tr), nil
+}
+
+// writeState is the writer of ReplaceByRename: it writes a new state to
+// path while A holds the lock, by a temporary file renamed over path if
+// rename is true, else in place, as the holder would.
+func (s *stage) writeState(path string, rename bool, ino inodes) {
+	if s.err != nil {
+		return
 	}
-	if err := closeAll(a); err != nil {
-		return Result{}, err
+	state := algorithm.Fixed{Count: 7, ResetAt: demoNow().Unix() + 3600}.Append(nil)
+	if !rename {
+		s.fail(os.WriteFile(path, state, 0o600))
+		s.step(1, false, "writes state.json in place (%s)", ino.name(fmt.Sprint(pathInode(path))))
+		return
 	}
-	r := result("write in place under the lock", "1 holder at once", fmt.Sprintf("%d holder at once", holders))
-	if rename {
-		r = result("replace locked file by rename", "2 holders at once", fmt.Sprintf("%d holders at once", holders))
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, state, 0o600); err != nil {
+		s.fail(err)
+		return
 	}
-	r.Trace = tr
-	return r, nil
+	s.step(1, false, "writes state.json.tmp (%s)", ino.name(fmt.Sprint(pathInode(tmp))))
+	s.fail(os.Rename(tmp, path))
+	s.step(1, false, "renames it over state.json")
+	s.step(3, false, "state.json → %s", ino.name(fmt.Sprint(pathInode(path))))
 }
 
 // !+pausedhit
@@ -170,43 +146,22 @@ func ReplaceByRename(dir string, rename bool) (Result, error) {
 // B was told counted is gone — on every run, because A stays paused until
 // B has answered.
 func PausedHit(dir string) (Result, error) {
-	store, err := fixedfilestore.New(dir, fixedfilestore.Options{})
+	path, err := stateAtFive(dir)
 	if err != nil {
 		return Result{}, err
 	}
-	for range 5 {
-		if _, err := store.TakeAt(context.Background(), CountRule(), StressKey, demoNow()); err != nil {
-			return Result{}, err
-		}
-	}
-	path := store.Path(CountRule(), StressKey)
-	a, err := child("A", roleCounter, path, counterEnv(true, WriteThenTruncate, "after-read")...)
-	if err != nil {
-		return Result{}, err
-	}
-	defer a.Kill()
-	if _, err := a.Expect("locking"); err != nil {
-		return Result{}, err
-	}
-	if _, err := a.Expect("read count=5"); err != nil { // A holds the lock, paused
-		return Result{}, err
-	}
-	b, err := child("B", roleStoreHit, dir, "RATELAB_RACE_KEY="+StressKey, "RATELAB_RACE_WAIT=200ms")
-	if err != nil {
-		return Result{}, err
-	}
-	defer b.Kill()
-	answerB, err := b.Expect("result ") // "busy", or the count B wrote
-	if err != nil {
-		return Result{}, err
-	}
-	if err := a.Send("go"); err != nil { // A writes its 6
-		return Result{}, err
-	}
-	if _, err := a.Expect("result count="); err != nil {
-		return Result{}, err
-	}
-	if err := closeAll(a, b); err != nil {
+	var s stage
+	defer s.kill()
+
+	a := s.start("A", roleCounter, path, counterEnv(true, WriteThenTruncate, "after-read")...)
+	s.expect(a, "locking")
+	s.expect(a, "read count=5") // A holds the lock, paused
+	b := s.start("B", roleStoreHit, dir, "RATELAB_RACE_KEY="+StressKey, "RATELAB_RACE_WAIT=200ms")
+	answerB := s.expect(b, "result ") // "busy", or the count B wrote
+
+	s.goAhead(a) // A writes its 6
+	s.expect(a, "result count=")
+	if err := s.end(); err != nil {
 		return Result{}, err
 	}
 	final, err := ReadCount(path)
@@ -214,16 +169,27 @@ func PausedHit(dir string) (Result, error) {
 		return Result{}, err
 	}
 	told := int64(6) // A's hit, on top of 5
+	got := "B waited, gave up (503); "
 	if answerB != "busy" {
-		told = 7
+		told, got = 7, "B counted while A held the state; "
 	}
-	got := fmt.Sprintf("count %d, %d lost", final, told-final)
-	if answerB == "busy" {
-		got = "B waited, gave up (503); " + got
-	} else {
-		got = "B counted while A held the state; " + got
-	}
+	got += fmt.Sprintf("count %d, %d lost", final, told-final)
 	return result("fixed_filestore against a hit paused mid-write", "B waited, gave up (503); count 6, 0 lost", got), nil
+}
+
+// stateAtFive counts five hits on StressKey with a fixed_filestore in dir
+// and returns the path of its state file.
+func stateAtFive(dir string) (string, error) {
+	store, err := fixedfilestore.New(dir, fixedfilestore.Options{})
+	if err != nil {
+		return "", err
+	}
+	for range 5 {
+		if _, err := store.TakeAt(context.Background(), CountRule(), StressKey, demoNow()); err != nil {
+			return "", err
+		}
+	}
+	return store.Path(CountRule(), StressKey), nil
 }
 
 // !-pausedhit
@@ -233,16 +199,11 @@ func PausedHit(dir string) (Result, error) {
 // file closes, and a dying process closes all of its descriptors: the
 // waiting hitter goes on at once and its hit is counted.
 func HolderKilled(dir string) (Result, time.Duration, error) {
-	store, err := fixedfilestore.New(dir, fixedfilestore.Options{})
+	path, err := stateAtFive(dir)
 	if err != nil {
 		return Result{}, 0, err
 	}
-	for range 5 {
-		if _, err := store.TakeAt(context.Background(), CountRule(), StressKey, demoNow()); err != nil {
-			return Result{}, 0, err
-		}
-	}
-	a, err := child("A", roleHoldState, store.Path(CountRule(), StressKey))
+	a, err := child("A", roleHoldState, path)
 	if err != nil {
 		return Result{}, 0, err
 	}

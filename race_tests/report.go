@@ -33,11 +33,46 @@ func Demo(base string, procs, hits int, progress io.Writer) (Report, error) {
 			fmt.Fprintf(progress, format+"\n", args...)
 		}
 	}
-	type step struct {
-		name string
-		run  func(dir string) (Result, error)
+	for _, c := range rep.cases() {
+		say("running %s …", c.name)
+		r, err := runIn(base, c.name, c.run)
+		if err != nil {
+			return rep, err
+		}
+		rep.Results = append(rep.Results, r)
 	}
-	steps := []step{
+	for _, mode := range StressModes() {
+		say("stress %s: %d processes × %d hits …", mode, procs, hits)
+		if err := rep.stress(base, mode, procs, hits); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// runIn runs the case called name in a fresh directory under base.
+func runIn(base, name string, run func(dir string) (Result, error)) (Result, error) {
+	dir, err := os.MkdirTemp(base, name+"-")
+	if err != nil {
+		return Result{}, err
+	}
+	r, err := run(dir)
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return r, nil
+}
+
+// A demoCase is one case of Demo, run in a fresh directory.
+type demoCase struct {
+	name string
+	run  func(dir string) (Result, error)
+}
+
+// cases are Demo's cases in report order; the last one notes in r how
+// long the waiter waited after the kill.
+func (r *Report) cases() []demoCase {
+	return []demoCase{
 		{"lost-update", func(d string) (Result, error) { return LostUpdate(d, false) }},
 		{"lost-update-flock", func(d string) (Result, error) { return LostUpdate(d, true) }},
 		{"torn-truncate-first", func(d string) (Result, error) { return TornRead(d, TruncateFirst, false) }},
@@ -49,44 +84,34 @@ func Demo(base string, procs, hits int, progress io.Writer) (Report, error) {
 		{"in-place", func(d string) (Result, error) { return ReplaceByRename(d, false) }},
 		{"paused-hit", PausedHit},
 		{"killed", func(d string) (Result, error) {
-			r, wait, err := HolderKilled(d)
-			rep.KillWait = wait
-			return r, err
+			res, wait, err := HolderKilled(d)
+			r.KillWait = wait
+			return res, err
 		}},
 	}
-	for _, s := range steps {
-		say("running %s …", s.name)
-		dir, err := os.MkdirTemp(base, s.name+"-")
-		if err != nil {
-			return rep, err
-		}
-		r, err := s.run(dir)
-		if err != nil {
-			return rep, fmt.Errorf("%s: %w", s.name, err)
-		}
-		rep.Results = append(rep.Results, r)
+}
+
+// stress runs the stress mode in a fresh directory under base and adds
+// its figures and its case to r: asserted with the lock, reported only
+// without.
+func (r *Report) stress(base, mode string, procs, hits int) error {
+	dir, err := os.MkdirTemp(base, "stress-"+mode+"-")
+	if err != nil {
+		return err
 	}
-	for _, mode := range StressModes() {
-		say("stress %s: %d processes × %d hits …", mode, procs, hits)
-		dir, err := os.MkdirTemp(base, "stress-"+mode+"-")
-		if err != nil {
-			return rep, err
-		}
-		s, err := Stress(dir, mode, procs, hits)
-		if err != nil {
-			return rep, fmt.Errorf("stress %s: %w", mode, err)
-		}
-		rep.Stress = append(rep.Stress, s)
-		name := "stress, " + mode
-		if mode == "flock" {
-			rep.Results = append(rep.Results, result(name+" (fixed_filestore)",
-				fmt.Sprintf("%d counted, 0 lost", s.Expected), fmt.Sprintf("%d counted, %d lost", s.Counted, s.Lost())))
-		} else {
-			rep.Results = append(rep.Results, Result{Case: name, Expected: "(reported, not asserted)",
-				Observed: fmt.Sprintf("%d counted, %d lost", s.Counted, s.Lost()), Shown: true})
-		}
+	s, err := Stress(dir, mode, procs, hits)
+	if err != nil {
+		return fmt.Errorf("stress %s: %w", mode, err)
 	}
-	return rep, nil
+	r.Stress = append(r.Stress, s)
+	name := "stress, " + mode
+	counted := fmt.Sprintf("%d counted, %d lost", s.Counted, s.Lost())
+	if mode == "flock" {
+		r.Results = append(r.Results, result(name+" (fixed_filestore)", fmt.Sprintf("%d counted, 0 lost", s.Expected), counted))
+	} else {
+		r.Results = append(r.Results, Result{Case: name, Expected: "(reported, not asserted)", Observed: counted, Shown: true})
+	}
+	return nil
 }
 
 // Print writes the case table; with timings it adds the stress throughput

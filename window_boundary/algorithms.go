@@ -56,7 +56,9 @@ func (a *Limited) Bound() string { return names[a.Rule.Normalized().Algorithm][1
 func (a *Limited) AllowAt(t time.Time) bool {
 	d, err := a.Store.TakeAt(context.Background(), a.Rule, "user:alice", t)
 	if err != nil {
-		a.err = err
+		if a.err == nil {
+			a.err = err
+		}
 		return false
 	}
 	return d.Allowed

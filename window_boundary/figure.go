@@ -17,89 +17,107 @@ import (
 // seconds. It uses only the standard library, and the same inputs give
 // the same bytes.
 func WriteSVG(w io.Writer, c Config) error {
-	const (
-		left, labelW, openW, gap = 20, 190, 50, 100
-		pitch, perRow, rowsPer   = 13, 15, 2
-		laneH, top               = 56, 92
-	)
-	colW := perRow*pitch + 20
-	xOpen := left + labelW
-	xBefore := xOpen + openW + gap
-	xReset := xBefore + colW + 10
-	xCount := xReset + colW + 10
 	algs := All(c.Limit, c.Window, c.Burst)
-	width, height := xCount+150, top+len(algs)*laneH+70
-
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
-	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", width, height)
-	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15" font-weight="bold">The edge pattern, one dot per request: limit %d per %s</text>`+"\n", left, c.Limit, short(c.Window))
-	heads := []struct {
-		x    int
-		w    int
-		text string
-	}{
-		{xOpen, openW, "t0"},
-		{xBefore, colW, fmt.Sprintf("t0 + %s − 1 s", short(c.Window))},
-		{xReset, colW, fmt.Sprintf("t0 + %s: the reset", short(c.Window))},
-	}
-	for _, h := range heads {
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" font-weight="bold">%s</text>`+"\n", h.x+h.w/2, top-28, h.text)
-		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#ccc"/>`+"\n", h.x+h.w/2, top-20, h.x+h.w/2, top-12)
-	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" fill="#888">… %s later</text>`+"\n", xOpen+openW+gap/2, top-28, short(c.Window))
-	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" font-weight="bold">accepted in</text><text x="%d" y="%d" text-anchor="middle" font-weight="bold">these 2 s</text>`+"\n",
-		xCount+60, top-36, xCount+60, top-22)
-	colors := []string{"#d62728", "#1f77b4", "#2ca02c", "#9467bd"}
 	edge := Edge(c.Limit, c.Window, c.T0)
-	reset := c.T0.Add(c.Window)
+	var b strings.Builder
+	edgeHeader(&b, c, len(algs))
 	for i, a := range algs {
-		y0 := top + i*laneH
-		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>`+"\n", left, y0-6, xCount+140-left, laneH-8, []string{"#fafafa", "#ffffff"}[i%2])
-		fmt.Fprintf(&b, `<text x="%d" y="%d" font-weight="bold" fill="%s">%s</text>`+"\n", left+6, y0+18, colors[i], esc(a.Name()))
-		var before, at, inTwo int
-		for _, t := range edge {
-			ok := a.AllowAt(t)
-			var x, k int
-			switch {
-			case t.Equal(c.T0):
-				x, k = xOpen+openW/2-pitch/2, 0
-			case t.Before(reset):
-				x, k = xBefore+10, before
-				before++
-			default:
-				x, k = xReset+10, at
-				at++
-			}
-			cx, cy := x+(k%perRow)*pitch+pitch/2, y0+8+(k/perRow%rowsPer)*pitch+pitch/2
-			if ok {
-				if !t.Equal(c.T0) {
-					inTwo++
-				}
-				fmt.Fprintf(&b, `<circle cx="%d" cy="%d" r="5" fill="%s"/>`+"\n", cx, cy, colors[i])
-			} else {
-				fmt.Fprintf(&b, `<circle cx="%d" cy="%d" r="4.5" fill="white" stroke="#999"/>`+"\n", cx, cy)
-			}
-		}
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" font-size="15" font-weight="bold" fill="%s">%d</text>`+"\n", xCount+60, y0+26, colors[i], inTwo)
-		if l, ok := a.(*Limited); ok && l.Err() != nil {
-			return l.Err()
+		if err := edgeRow(&b, c, i, a, edge); err != nil {
+			return err
 		}
 	}
-	ly := top + len(algs)*laneH + 20
-	fmt.Fprintf(&b, `<circle cx="%d" cy="%d" r="5" fill="#555"/><text x="%d" y="%d">accepted</text>`+"\n", left+10, ly, left+22, ly+4)
-	fmt.Fprintf(&b, `<circle cx="%d" cy="%d" r="4.5" fill="white" stroke="#999"/><text x="%d" y="%d">refused</text>`+"\n", left+100, ly, left+112, ly+4)
-	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#555">Each algorithm is a fresh file store fed the same %d requests in time order; GCRA has a burst of %d.</text>`+"\n", left, ly+28, len(edge), c.Burst)
+	edgeFooter(&b, c, len(algs), len(edge))
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-func esc(s string) string { return html.EscapeString(s) }
+// The edge chart's layout, in pixels: a label column, the column of t0,
+// a gap for the broken axis, then the columns of the second before the
+// reset and of the reset (perRow dots a row, rowsPer rows), and the count.
+const (
+	edgeLeft, edgeLabelW, edgeOpenW, edgeGap = 20, 190, 50, 100
+	edgePitch, edgePerRow, edgeRowsPer       = 13, 15, 2
+	edgeLaneH, edgeTop                       = 56, 92
+	edgeColW                                 = edgePerRow*edgePitch + 20
+	edgeXOpen                                = edgeLeft + edgeLabelW
+	edgeXBefore                              = edgeXOpen + edgeOpenW + edgeGap
+	edgeXReset                               = edgeXBefore + edgeColW + 10
+	edgeXCount                               = edgeXReset + edgeColW + 10
+)
 
-// short writes a duration without its zero minutes and seconds: 1h, 90m.
-func short(d time.Duration) string {
-	s := d.String()
-	s = strings.TrimSuffix(s, "0s")
-	return strings.TrimSuffix(s, "0m")
+// edgeColors are the rows' colors, in the order of All.
+var edgeColors = [...]string{"#d62728", "#1f77b4", "#2ca02c", "#9467bd"}
+
+// edgeHeader opens the SVG for rows algorithms and draws the title and
+// the column heads.
+func edgeHeader(b *strings.Builder, c Config, rows int) {
+	width, height := edgeXCount+150, edgeTop+rows*edgeLaneH+70
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
+	fmt.Fprintf(b, `<rect width="%d" height="%d" fill="white"/>`+"\n", width, height)
+	fmt.Fprintf(b, `<text x="%d" y="22" font-size="15" font-weight="bold">The edge pattern, one dot per request: limit %d per %s</text>`+"\n", edgeLeft, c.Limit, dur(c.Window))
+	heads := []struct {
+		x, w int
+		text string
+	}{
+		{edgeXOpen, edgeOpenW, "t0"},
+		{edgeXBefore, edgeColW, fmt.Sprintf("t0 + %s − 1 s", dur(c.Window))},
+		{edgeXReset, edgeColW, fmt.Sprintf("t0 + %s: the reset", dur(c.Window))},
+	}
+	for _, h := range heads {
+		fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" font-weight="bold">%s</text>`+"\n", h.x+h.w/2, edgeTop-28, h.text)
+		fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#ccc"/>`+"\n", h.x+h.w/2, edgeTop-20, h.x+h.w/2, edgeTop-12)
+	}
+	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" fill="#888">… %s later</text>`+"\n", edgeXOpen+edgeOpenW+edgeGap/2, edgeTop-28, dur(c.Window))
+	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" font-weight="bold">accepted in</text><text x="%d" y="%d" text-anchor="middle" font-weight="bold">these 2 s</text>`+"\n",
+		edgeXCount+60, edgeTop-36, edgeXCount+60, edgeTop-22)
 }
+
+// edgeRow feeds the edge pattern to algorithm a, the i-th row, and draws
+// a dot per request and the count accepted in the two seconds around the
+// reset. It returns the first store error a met.
+func edgeRow(b *strings.Builder, c Config, i int, a Algorithm, edge []time.Time) error {
+	y0, color := edgeTop+i*edgeLaneH, edgeColors[i]
+	fmt.Fprintf(b, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>`+"\n", edgeLeft, y0-6, edgeXCount+140-edgeLeft, edgeLaneH-8, []string{"#fafafa", "#ffffff"}[i%2])
+	fmt.Fprintf(b, `<text x="%d" y="%d" font-weight="bold" fill="%s">%s</text>`+"\n", edgeLeft+6, y0+18, color, esc(a.Name()))
+	reset := c.T0.Add(c.Window)
+	var before, at, inTwo int
+	for _, t := range edge {
+		ok := a.AllowAt(t)
+		var x, k int
+		switch {
+		case t.Equal(c.T0):
+			x, k = edgeXOpen+edgeOpenW/2-edgePitch/2, 0
+		case t.Before(reset):
+			x, k = edgeXBefore+10, before
+			before++
+		default:
+			x, k = edgeXReset+10, at
+			at++
+		}
+		cx, cy := x+(k%edgePerRow)*edgePitch+edgePitch/2, y0+8+(k/edgePerRow%edgeRowsPer)*edgePitch+edgePitch/2
+		if !ok {
+			fmt.Fprintf(b, `<circle cx="%d" cy="%d" r="4.5" fill="white" stroke="#999"/>`+"\n", cx, cy)
+			continue
+		}
+		if !t.Equal(c.T0) {
+			inTwo++
+		}
+		fmt.Fprintf(b, `<circle cx="%d" cy="%d" r="5" fill="%s"/>`+"\n", cx, cy, color)
+	}
+	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" font-size="15" font-weight="bold" fill="%s">%d</text>`+"\n", edgeXCount+60, y0+26, color, inTwo)
+	if l, ok := a.(*Limited); ok {
+		return l.Err()
+	}
+	return nil
+}
+
+// edgeFooter draws the key below rows rows, and says how the chart was made.
+func edgeFooter(b *strings.Builder, c Config, rows, requests int) {
+	ly := edgeTop + rows*edgeLaneH + 20
+	fmt.Fprintf(b, `<circle cx="%d" cy="%d" r="5" fill="#555"/><text x="%d" y="%d">accepted</text>`+"\n", edgeLeft+10, ly, edgeLeft+22, ly+4)
+	fmt.Fprintf(b, `<circle cx="%d" cy="%d" r="4.5" fill="white" stroke="#999"/><text x="%d" y="%d">refused</text>`+"\n", edgeLeft+100, ly, edgeLeft+112, ly+4)
+	fmt.Fprintf(b, `<text x="%d" y="%d" fill="#555">Each algorithm is a fresh file store fed the same %d requests in time order; GCRA has a burst of %d.</text>`+"\n", edgeLeft, ly+28, requests, c.Burst)
+}
+
+func esc(s string) string { return html.EscapeString(s) }

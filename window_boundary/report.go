@@ -70,72 +70,118 @@ func bounds(c Config) map[string]int {
 // file store with each of its algorithms.
 func Demo(c Config) (Report, error) {
 	rep := Report{Config: c}
-	edge, paced := Edge(c.Limit, c.Window, c.T0), Paced(c.Limit, c.Window, c.T0)
-	random := Random(c.Seed, 20*c.Limit, 10*c.Window, c.T0)
-	bnd := bounds(c)
-	instants := []time.Time{c.T0, c.T0.Add(c.Window - time.Second), c.T0.Add(c.Window)}
+	p := patterns{
+		edge:   Edge(c.Limit, c.Window, c.T0),
+		paced:  Paced(c.Limit, c.Window, c.T0),
+		random: Random(c.Seed, 20*c.Limit, 10*c.Window, c.T0),
+	}
 	for i := range All(c.Limit, c.Window, c.Burst) {
-		fresh := func() Algorithm { return All(c.Limit, c.Window, c.Burst)[i] }
-		a := fresh()
-		row := Row{Name: a.Name(), Bound: a.Bound(), BoundValue: bnd[a.Name()]}
-		acc := Run(a, edge)
-		row.Edge, _ = MaxIn(acc, c.Window)
-		row.EdgeInSecond, _ = MaxIn(acc, time.Second)
-		for _, at := range instants {
-			n := 0
-			for _, t := range acc {
-				if t.Equal(at) {
-					n++
-				}
-			}
-			row.EdgeAccepts = append(row.EdgeAccepts, n)
-		}
-		row.Paced, _ = MaxIn(Run(fresh(), paced), c.Window)
-		row.Random, _ = MaxIn(Run(fresh(), random), c.Window)
-		if a.(*Limited).Rule.Algorithm == ratelab.SlidingCounter {
-			row.WronglyAllowed, row.Refused = CounterError(c.Limit, c.Window, random)
+		row, err := measure(c, i, p)
+		if err != nil {
+			return rep, fmt.Errorf("windowboundary: %s: %w", row.Name, err)
 		}
 		if !row.Pass() {
 			rep.Errors = append(rep.Errors, fmt.Sprintf("%s accepted %d in one window, above its bound %d", row.Name, max(row.Edge, row.Paced, row.Random), row.BoundValue))
 		}
 		rep.Rows = append(rep.Rows, row)
 	}
-	// The claims the chapter makes, exactly.
-	if f := rep.Rows[0]; f.Edge != 2*c.Limit {
-		rep.Errors = append(rep.Errors, fmt.Sprintf("fixed window accepted %d at the edge, claimed 2 × limit = %d", f.Edge, 2*c.Limit))
+	rep.checkClaims()
+	if c.Dir == "" {
+		return rep, nil
 	}
-	if l := rep.Rows[1]; l.Edge > c.Limit || l.Paced > c.Limit || l.Random > c.Limit {
-		rep.Errors = append(rep.Errors, "the sliding log accepted more than limit in one window")
+	return rep, rep.crossProcess()
+}
+
+// patterns are the request times Demo measures every algorithm on.
+type patterns struct{ edge, paced, random []time.Time }
+
+// measure runs the algorithm at index i of All on each pattern, each time
+// on a fresh store, and returns its row, or the first store error met.
+func measure(c Config, i int, p patterns) (Row, error) {
+	fresh := func() Algorithm { return All(c.Limit, c.Window, c.Burst)[i] }
+	onEdge, onPaced, onRandom := fresh(), fresh(), fresh()
+	row := Row{Name: onEdge.Name(), Bound: onEdge.Bound(), BoundValue: bounds(c)[onEdge.Name()]}
+	acc := Run(onEdge, p.edge)
+	row.Edge, _ = MaxIn(acc, c.Window)
+	row.EdgeInSecond, _ = MaxIn(acc, time.Second)
+	for _, at := range []time.Time{c.T0, c.T0.Add(c.Window - time.Second), c.T0.Add(c.Window)} {
+		row.EdgeAccepts = append(row.EdgeAccepts, countAt(acc, at))
 	}
-	if c.Dir != "" {
-		// Across processes the shared stores must decide exactly as the
-		// in-memory store did in one process: the same step, shared state.
-		for i, a := range All(c.Limit, c.Window, c.Burst) {
-			l := a.(*Limited)
-			dir := fmt.Sprintf("%s/%s", c.Dir, l.Rule.Algorithm)
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return rep, err
-			}
-			b, err := CrossProcessBurst(Target{Dir: dir, RedisURL: c.RedisURL}, l.Rule, c.T0)
-			if err != nil {
-				return rep, err
-			}
-			if want := rep.Rows[i].Edge; b.MaxInWindow != want {
-				rep.Errors = append(rep.Errors, fmt.Sprintf("%s across processes (%s) accepted %d in one window, in one process %d", b.Store, l.Name(), b.MaxInWindow, want))
-			}
-			rep.Bursts = append(rep.Bursts, b)
+	row.Paced, _ = MaxIn(Run(onPaced, p.paced), c.Window)
+	row.Random, _ = MaxIn(Run(onRandom, p.random), c.Window)
+	if onEdge.(*Limited).Rule.Algorithm == ratelab.SlidingCounter {
+		row.WronglyAllowed, row.Refused = CounterError(c.Limit, c.Window, p.random)
+	}
+	for _, a := range []Algorithm{onEdge, onPaced, onRandom} {
+		if l, ok := a.(*Limited); ok && l.Err() != nil {
+			return row, l.Err()
 		}
 	}
-	for _, a := range All(c.Limit, c.Window, c.Burst) {
-		if err := a.(*Limited).Err(); err != nil {
-			return rep, err
+	return row, nil
+}
+
+// countAt counts the times in ts equal to at.
+func countAt(ts []time.Time, at time.Time) int {
+	n := 0
+	for _, t := range ts {
+		if t.Equal(at) {
+			n++
 		}
 	}
-	return rep, nil
+	return n
+}
+
+// checkClaims checks the claims the chapter makes, exactly.
+func (r *Report) checkClaims() {
+	c := r.Config
+	if f := r.Rows[0]; f.Edge != 2*c.Limit {
+		r.Errors = append(r.Errors, fmt.Sprintf("fixed window accepted %d at the edge, claimed 2 × limit = %d", f.Edge, 2*c.Limit))
+	}
+	if l := r.Rows[1]; l.Edge > c.Limit || l.Paced > c.Limit || l.Random > c.Limit {
+		r.Errors = append(r.Errors, "the sliding log accepted more than limit in one window")
+	}
+}
+
+// crossProcess runs the edge pattern across processes, through the file
+// store in Config.Dir (or Redis), with each algorithm. The shared stores
+// must decide exactly as the in-memory store did in one process: the same
+// step, shared state.
+func (r *Report) crossProcess() error {
+	c := r.Config
+	for i, a := range All(c.Limit, c.Window, c.Burst) {
+		l := a.(*Limited)
+		dir := fmt.Sprintf("%s/%s", c.Dir, l.Rule.Algorithm)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+		b, err := CrossProcessBurst(Target{Dir: dir, RedisURL: c.RedisURL}, l.Rule, c.T0)
+		if err != nil {
+			return err
+		}
+		if want := r.Rows[i].Edge; b.MaxInWindow != want {
+			r.Errors = append(r.Errors, fmt.Sprintf("%s across processes (%s) accepted %d in one window, in one process %d", b.Store, l.Name(), b.MaxInWindow, want))
+		}
+		r.Bursts = append(r.Bursts, b)
+	}
+	return nil
 }
 
 // Print writes the table, the edge timeline and the cross-process runs.
 func (r Report) Print(out io.Writer) {
+	r.printTable(out)
+	r.printEdge(out)
+	if len(r.Bursts) > 0 {
+		r.printBursts(out)
+	}
+	fmt.Fprintln(out)
+	for _, e := range r.Errors {
+		fmt.Fprintln(out, "FAIL:", e)
+	}
+}
+
+// printTable writes each algorithm's most accepted in one window on each
+// pattern, against its bound, and what the patterns are.
+func (r Report) printTable(out io.Writer) {
 	c := r.Config
 	fmt.Fprintf(out, "limit %d per %s; most requests accepted in any %s span (both ends included)\n\n", c.Limit, dur(c.Window), dur(c.Window))
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
@@ -157,33 +203,36 @@ func (r Report) Print(out io.Writer) {
 				row.WronglyAllowed, row.Refused, 20*c.Limit)
 		}
 	}
+}
 
+// printEdge writes how many each algorithm accepted at each instant of
+// the edge pattern.
+func (r Report) printEdge(out io.Writer) {
+	c := r.Config
 	fmt.Fprintf(out, "\nthe edge, accepted per instant:\n\n")
-	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "\tt0\tt0+%s\tt0+%s\tin 1s\tin %s\t\n", dur(c.Window-time.Second), dur(c.Window), dur(c.Window))
 	for _, row := range r.Rows {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t  %s\n", row.Name, row.EdgeAccepts[0], row.EdgeAccepts[1], row.EdgeAccepts[2],
 			row.EdgeInSecond, row.Edge, strings.Repeat("█", row.Edge))
 	}
 	tw.Flush()
+}
 
-	if len(r.Bursts) > 0 {
-		fmt.Fprintf(out, "\nthe edge across processes, one process per request, each told its instant:\n\n")
-		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "store\talgorithm\tprocesses\taccepted\tin one window\tas in one process")
-		for i, b := range r.Bursts {
-			same := "yes"
-			if b.MaxInWindow != r.Rows[i].Edge {
-				same = "NO"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", b.Store, b.Algorithm, b.Requests, b.Accepted, b.MaxInWindow, same)
+// printBursts writes the edge pattern's runs across processes, each next
+// to the same algorithm in one process.
+func (r Report) printBursts(out io.Writer) {
+	fmt.Fprintf(out, "\nthe edge across processes, one process per request, each told its instant:\n\n")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "store\talgorithm\tprocesses\taccepted\tin one window\tas in one process")
+	for i, b := range r.Bursts {
+		same := "yes"
+		if b.MaxInWindow != r.Rows[i].Edge {
+			same = "NO"
 		}
-		tw.Flush()
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", b.Store, b.Algorithm, b.Requests, b.Accepted, b.MaxInWindow, same)
 	}
-	fmt.Fprintln(out)
-	for _, e := range r.Errors {
-		fmt.Fprintln(out, "FAIL:", e)
-	}
+	tw.Flush()
 }
 
 // Claim is what the demonstration claims when it passes.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -32,15 +33,11 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := f.parse(args); err != nil {
 		return 0, err
 	}
-	policy, err := ratelab.ParseFailPolicy(*outage)
-	switch {
-	case *outage != "" && (err != nil || policy == ratelab.FailClosed):
-		return 0, usagef("-outage %q: use open or local (fail-closed answers 503 to every request)", *outage)
-	case *outage != "" && *store != "":
-		return 0, usagef("-outage replaces -store: give one of them")
-	case *outage == "" && *store != "memory" && *store != "file":
-		return 0, usagef("-store %q: use memory or file", *store)
-	case *requests <= 0 || *conc <= 0:
+	policy, err := demoPolicy(*store, *outage)
+	if err != nil {
+		return 0, err
+	}
+	if *requests <= 0 || *conc <= 0 {
 		return 0, usagef("-requests and -concurrency must be positive")
 	}
 	dir, cleanup, err := scratch("demo")
@@ -69,6 +66,25 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	return claim.Verdict(stdout, rep.Pass(), "every row shows what the demo claims"), nil
 }
 
+// demoPolicy checks that demo was given a store or an outage, and returns
+// the outage's fail policy (FailOpen without one).
+func demoPolicy(store, outage string) (ratelab.FailPolicy, error) {
+	if outage == "" {
+		if store != "memory" && store != "file" {
+			return 0, usagef("-store %q: use memory or file", store)
+		}
+		return ratelab.FailOpen, nil
+	}
+	policy, err := ratelab.ParseFailPolicy(outage)
+	switch {
+	case err != nil || policy == ratelab.FailClosed:
+		return 0, usagef("-outage %q: use open or local (fail-closed answers 503 to every request)", outage)
+	case store != "":
+		return 0, usagef("-outage replaces -store: give one of them")
+	}
+	return policy, nil
+}
+
 func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("serve", stdout)
 	model := f.String("model", "", "cgi, pool, single or two-hosts (required)")
@@ -82,24 +98,11 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, usagef("-model %q: use cgi, pool, single or two-hosts", *model)
 	}
-	app, err := appOf()
+	app, cleanup, err := serveApp(f, appOf)
 	if err != nil {
 		return 0, err
 	}
-	if app.Now, err = f.atOrZero(); err != nil {
-		return 0, err
-	}
-	if app.Store == "file" && f.dir == "" {
-		d, err := os.MkdirTemp("", "ratelab-serve-")
-		if err != nil {
-			return 0, err
-		}
-		defer os.RemoveAll(d)
-		app.Dir = d
-	}
-	if err := app.Validate(); err != nil {
-		return 0, usagef("%v", strings.TrimPrefix(err.Error(), "harness: "))
-	}
+	defer cleanup()
 	if app.Conns, err = checkServe(app, m, f.workers, stderr); err != nil {
 		return 0, err
 	}
@@ -108,16 +111,45 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, usagef("-addr %s: %v", *addr, err)
 	}
 	defer ln.Close()
+	return serve(harness.Config{Model: m, App: app, Workers: f.workers, Listener: ln}, stdout, stderr)
+}
+
+// serveApp makes the App of serve's flags, its state in a fresh directory
+// if the file store has no -dir; cleanup removes that directory.
+func serveApp(f *flags, appOf func() (harness.App, error)) (app harness.App, cleanup func(), err error) {
+	if app, err = appOf(); err != nil {
+		return app, nil, err
+	}
+	if app.Now, err = f.atOrZero(); err != nil {
+		return app, nil, err
+	}
+	cleanup = func() {}
+	if app.Store == "file" && f.dir == "" {
+		if app.Dir, cleanup, err = scratch("serve"); err != nil {
+			return app, nil, err
+		}
+	}
+	if err := app.Validate(); err != nil {
+		cleanup()
+		return app, nil, usagef("%v", strings.TrimPrefix(err.Error(), "harness: "))
+	}
+	return app, cleanup, nil
+}
+
+// serve starts the processes of cfg, prints the URL on stdout and what it
+// serves on stderr, and serves until SIGINT or SIGTERM.
+func serve(cfg harness.Config, stdout, stderr io.Writer) (int, error) {
 	// Listen for the signals before the URL is out: a script may send one
 	// the moment it reads it.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	h, err := harness.Start(harness.Config{Model: m, App: app, Workers: f.workers, Listener: ln})
+	h, err := harness.Start(cfg)
 	if err != nil {
 		return 0, err
 	}
+	app := cfg.App
 	fmt.Fprintln(stdout, h.URL)
-	fmt.Fprintf(stderr, "serving model=%s store=%s limit %d per %v fail %s", m, app.Store, app.Limit, app.Window, app.FailPolicy)
+	fmt.Fprintf(stderr, "serving model=%s store=%s limit %d per %v fail %s", cfg.Model, app.Store, app.Limit, app.Window, app.FailPolicy)
 	if app.Store == "file" {
 		fmt.Fprintf(stderr, " state in %s", app.Dir)
 	}
@@ -132,15 +164,19 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 
 // cmdCGI is the demo endpoint as a CGI program for a real web server: a
 // two-line wrapper in its cgi-bin runs it once per request. Outside a CGI
-// server it says so and exits 2; under one, a configuration error is
-// answered 500 with the reason in one line, also written to stderr (the
-// server's error log).
+// server it prints its flags for -h and otherwise says where it belongs
+// and exits 2; under one, a configuration error is answered 500 with the
+// reason in one line, also written to stderr (the server's error log).
 func cmdCGI(args []string, stdout, stderr io.Writer) (int, error) {
+	f := newFlags("cgi", stdout)
+	appOf := f.appFlags()
 	if os.Getenv("GATEWAY_INTERFACE") == "" {
+		if err := f.parse(args); errors.Is(err, flag.ErrHelp) {
+			return 0, err
+		}
 		return 0, usagef("%v", harness.ErrNotCGI)
 	}
-	f := newFlags("cgi", io.Discard)
-	appOf := f.appFlags()
+	f.stdout = io.Discard // under a CGI server stdout is the answer
 	app, err := func() (harness.CheckedApp, error) {
 		if err := f.parse(args); err != nil {
 			return harness.CheckedApp{}, err

@@ -68,6 +68,10 @@ func (f *flags) atFlag() *flags {
 }
 
 func (f *flags) parse(args []string) error {
+	if rec, ok := f.stdout.(*flagRecorder); ok { // usage is reading the flags
+		rec.set = f.FlagSet
+		return flag.ErrHelp
+	}
 	err := f.Parse(args)
 	if errors.Is(err, flag.ErrHelp) { // asked for: print the flags on stdout
 		fmt.Fprintf(f.stdout, "usage of %s:\n", f.Name())
@@ -93,6 +97,40 @@ func (f *flags) parse(args []string) error {
 		return usagef("-workers %d must be positive", f.workers)
 	}
 	return nil
+}
+
+// flagRecorder is the stdout a command is run with to learn which flags
+// it defines (command.flags): its flags' parse records the flag set and
+// returns flag.ErrHelp, parsing nothing, so the command does nothing more.
+type flagRecorder struct {
+	set *flag.FlagSet
+}
+
+// Write discards what a command writes before it parses.
+func (*flagRecorder) Write(p []byte) (int, error) { return len(p), nil }
+
+// isBool reports whether fl is a bool flag, one that takes no value.
+func isBool(fl *flag.Flag) bool {
+	b, ok := fl.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// defaultText is fl's default as a user types it: 1h, not 1h0m0s.
+func defaultText(fl *flag.Flag) string {
+	g, ok := fl.Value.(flag.Getter)
+	if !ok {
+		return fl.DefValue
+	}
+	d, ok := g.Get().(time.Duration)
+	switch {
+	case !ok:
+		return fl.DefValue
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return d.String()
 }
 
 func (f *flags) now() (time.Time, error) {

@@ -26,6 +26,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"regexp"
 	"strings"
 
 	databaselock "github.com/ratelab/ratelab/database_lock"
@@ -50,7 +51,9 @@ func main() {
 }
 
 // command is one line of the command table: its name, its arguments as
-// the usage shows them, a line of help, and what runs it.
+// the usage shows them, a line of help, and what runs it. In args, a flag
+// in brackets without a value, [-limit], is shown with its default
+// (usageLine): the defaults are written once, where the flags are defined.
 type command struct {
 	name, args, help string
 	run              func(args []string, stdout, stderr io.Writer) (int, error)
@@ -59,24 +62,24 @@ type command struct {
 // commands is the command table, in the order usage lists it.
 func commands() []command {
 	return []command{
-		{"demo", "-store memory|file | -outage open|local [-requests 40] [-limit 30] [-window 1h] [-workers 4] [-concurrency 8] [-at RFC3339] [-stable]",
+		{"demo", "-store memory|file | -outage open|local [-requests] [-limit] [-window] [-workers] [-concurrency] [-at RFC3339] [-stable]",
 			"the endpoint under single, pool and cgi: where 429 appears", cmdDemo},
-		{"serve", "-model cgi|pool|single|two-hosts -store memory|file|redis|mysql|postgres [-addr 127.0.0.1:8080] [-limit 30] [-window 1h] [-workers 4] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed|local] [-redis URL] [-mysql DSN] [-postgres URL] [-trusted-proxies CIDR,…] [-forwarded-header NAME]",
+		{"serve", "-model cgi|pool|single|two-hosts -store memory|file|redis|mysql|postgres [-addr] [-limit] [-window] [-workers] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed|local] [-redis URL] [-mysql DSN] [-postgres URL] [-trusted-proxies CIDR,…] [-forwarded-header NAME]",
 			"serve the endpoint to curl, until Ctrl-C", cmdServe},
-		{"cgi", "-store memory|file|redis|mysql|postgres [-dir DIR] [-redis URL] [-mysql DSN] [-postgres URL] [-limit 30] [-window 1h] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed|local] [-trusted-proxies CIDR,…] [-forwarded-header NAME]",
+		{"cgi", "-store memory|file|redis|mysql|postgres [-dir DIR] [-redis URL] [-mysql DSN] [-postgres URL] [-limit] [-window] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed|local] [-trusted-proxies CIDR,…] [-forwarded-header NAME]",
 			"the endpoint as a CGI program, for a web server's cgi-bin", cmdCGI},
-		{"hit", "-dir DIR -key KEY [-rule demo-start] [-limit 30] [-window 1h] [-at RFC3339] [-fail open|closed|local] [-wait 3s] [-algorithm fixed|sliding|log|gcra] [-burst N] [-refusals default|count|ignore]",
+		{"hit", "-dir DIR -key KEY [-rule] [-limit] [-window] [-at RFC3339] [-fail open|closed|local] [-wait DURATION] [-algorithm fixed|sliding|log|gcra] [-burst N] [-refusals default|count|ignore]",
 			"take one hit in the file store and print the decision", cmdHit},
-		{"reset", "-dir DIR -key KEY [-rule demo-start] [-algorithm fixed|sliding|log|gcra] [-fail open|closed|local]",
+		{"reset", "-dir DIR -key KEY [-rule] [-algorithm fixed|sliding|log|gcra] [-fail open|closed|local]",
 			"forget one key of one rule: unblock a client", cmdReset},
 		{"inspect", "-dir DIR [-at RFC3339]", "show every state file, changing nothing", cmdInspect},
 		{"sweep", "-dir DIR [-at RFC3339]", "remove the state files whose state is over", cmdSweep},
-		{"race", "[-procs 8] [-hits 500] [-stable] [-figures DIR]", "lost updates, torn reads and lock-file pitfalls, across processes", cmdRace},
-		{"boundary", "[-limit 30] [-window 1h] [-burst 5] [-seed 1] [-processes] [-svg FILE] [-weight-svg FILE]", "the 2 × limit burst at a window's edge, four algorithms", cmdBoundary},
+		{"race", "[-procs] [-hits] [-stable] [-figures DIR]", "lost updates, torn reads and lock-file pitfalls, across processes", cmdRace},
+		{"boundary", "[-limit] [-window] [-burst] [-seed] [-processes] [-svg FILE] [-weight-svg FILE]", "the 2 × limit burst at a window's edge, four algorithms", cmdBoundary},
 		{"bench", "[-o FILE] [-quick]", "per-hit costs and cross-process throughput", cmdBench},
-		{"redis", "[-redis URL] [-requests 130] [-limit 30] [-window 1h] [-workers 2] [-concurrency 8] [-at RFC3339] [-stable] [-svg FILE]",
+		{"redis", "[-redis URL] [-requests] [-limit] [-window] [-workers] [-concurrency] [-at RFC3339] [-stable] [-svg FILE]",
 			"beyond one host: files against Redis, and two Redis pitfalls", cmdRedis},
-		{"db", "[-check] [-mysql DSN] [-postgres URL] [-requests 130] [-limit 30] [-window 1h] [-workers 2] [-concurrency 8] [-at RFC3339] [-stable] [-force]",
+		{"db", "[-check] [-mysql DSN] [-postgres URL] [-requests] [-limit] [-window] [-workers] [-concurrency] [-at RFC3339] [-stable] [-force]",
 			"the database lock: lost updates in SQL, lock rows, two hosts on one database", cmdDB},
 	}
 }
@@ -86,13 +89,43 @@ func usage() string {
 	var b strings.Builder
 	b.WriteString("usage:\n")
 	for _, c := range commands() {
-		fmt.Fprintf(&b, "  ratelab %-8s %s\n", c.name, c.args)
+		fmt.Fprintf(&b, "  ratelab %-8s %s\n", c.name, c.usageLine())
 	}
 	b.WriteString("\ncommands:\n")
 	for _, c := range commands() {
 		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.help)
 	}
 	return b.String()
+}
+
+// usageLine is c's arguments as usage shows them: each [-name] in args
+// is filled in from the flag c defines, [-name DEFAULT] for a flag that
+// takes a value, [-name=false] for a bool that defaults to true.
+func (c command) usageLine() string {
+	set := c.flags()
+	return regexp.MustCompile(`\[-([a-z][a-z-]*)\]`).ReplaceAllStringFunc(c.args, func(s string) string {
+		fl := set.Lookup(s[2 : len(s)-1])
+		switch {
+		case fl == nil:
+			return s // not a flag of c: the usage test says so
+		case isBool(fl) && fl.DefValue == "true":
+			return "[-" + fl.Name + "=false]"
+		case isBool(fl), fl.DefValue == "", fl.DefValue == "0", fl.DefValue == "0s":
+			return s // no default to show: a placeholder belongs in args
+		}
+		return "[-" + fl.Name + " " + defaultText(fl) + "]"
+	})
+}
+
+// flags returns the flags c defines, without running it: c is given -h
+// and a stdout that records its flag set when it parses (flagRecorder).
+func (c command) flags() *flag.FlagSet {
+	rec := &flagRecorder{}
+	c.run([]string{"-h"}, rec, io.Discard)
+	if rec.set == nil {
+		return flag.NewFlagSet(c.name, flag.ContinueOnError)
+	}
+	return rec.set
 }
 
 // usageError is bad input: one line on stderr, exit 2.
