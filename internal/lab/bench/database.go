@@ -220,16 +220,17 @@ func roundTrips(kind, dsn, addr string, hits int) ([]float64, error) {
 	var trips []float64
 	for _, r := range Rules() {
 		at := benchNow()
-		for i := range hits + 1 {
-			if i == 1 {
-				trips = append(trips, float64(-p.Count()))
-			}
-			at = at.Add(Step)
-			if err := writingHit(s.store.TakeAt(ctx, r, "trips", at)); err != nil {
+		hit := func() error { at = at.Add(Step); return writingHit(s.store.TakeAt(ctx, r, "trips", at)) }
+		if err := hit(); err != nil { // the row, and a connection
+			return nil, err
+		}
+		before := p.Count()
+		for range hits {
+			if err := hit(); err != nil {
 				return nil, err
 			}
 		}
-		trips[len(trips)-1] = (trips[len(trips)-1] + float64(p.Count())) / float64(hits)
+		trips = append(trips, float64(p.Count()-before)/float64(hits))
 	}
 	return trips, nil
 }

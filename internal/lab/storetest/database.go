@@ -202,8 +202,8 @@ func freshTables(t *testing.T, d Database) func() DatabaseStore {
 	return func() DatabaseStore { return open(o) }
 }
 
-// Clearer is a store that can forget every state at once.
-type Clearer interface {
+// clearer is a store that can forget every state at once.
+type clearer interface {
 	ratelab.Store
 	Clear(ctx context.Context) error
 }
@@ -211,7 +211,7 @@ type Clearer interface {
 // clearStates checks that Clear forgets the states of every algorithm:
 // the first hit after it is decided as the very first was.
 func clearStates(t *testing.T, s DatabaseStore) {
-	c, ok := s.(Clearer)
+	c, ok := s.(clearer)
 	require.True(t, ok, "%T has no Clear", s)
 	first := map[ratelab.Algorithm]int64{}
 	for _, a := range ratelab.Algorithms() {
