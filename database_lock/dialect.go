@@ -85,10 +85,3 @@ ON CONFLICT (k) DO UPDATE SET
 	articleLock: `INSERT INTO lesson_locks (name, locked_at) VALUES ('demo', now())
 ON CONFLICT (name) DO UPDATE SET locked_at = now()`,
 }
-
-// Dialects are the keys of the servers the lessons know: "mariadb" and
-// "postgres".
-func Dialects() []string { return []string{"mariadb", "postgres"} }
-
-// DriverName is the database/sql driver of dialect key.
-func DriverName(key string) string { return dialects[key].driver }

@@ -48,38 +48,39 @@ func sessionChild() error {
 	childproc.Say("ready %d", id)
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
-		rows, err := conn.QueryContext(ctx, in.Text())
-		if err != nil {
-			childproc.Say("error %s", oneLine(err.Error()))
-			continue
-		}
-		cols, _ := rows.Columns()
-		for rows.Next() {
-			vals := make([]sql.NullString, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err = rows.Scan(ptrs...); err != nil {
-				break
-			}
-			var out []string
-			for _, v := range vals {
-				out = append(out, v.String)
-			}
-			childproc.Say("row %s", strings.Join(out, " "))
-		}
-		if err == nil {
-			err = rows.Err()
-		}
-		rows.Close()
-		if err != nil {
+		if err := say(conn.QueryContext(ctx, in.Text())); err != nil {
 			childproc.Say("error %s", oneLine(err.Error()))
 			continue
 		}
 		childproc.Say("done")
 	}
 	return in.Err()
+}
+
+// say says each row of a statement's result, its columns' values
+// separated by spaces, and closes rows.
+func say(rows *sql.Rows, err error) error {
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return err
+		}
+		out := make([]string, len(vals))
+		for i, v := range vals {
+			out[i] = v.String
+		}
+		childproc.Say("row %s", strings.Join(out, " "))
+	}
+	return rows.Err()
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -65,6 +65,7 @@ type serverChecker interface {
 	CheckServer(ctx context.Context) error
 	HasTables(ctx context.Context) (bool, error)
 	Connections(ctx context.Context) (int, error)
+	Clear(ctx context.Context) error
 }
 
 // Prepare gets a database store made by newStore ready to take hits, as
@@ -107,6 +108,13 @@ func (a App) HasTables(ctx context.Context) (has bool, err error) {
 		return err
 	})
 	return has, err
+}
+
+// ClearStates deletes every state from the tables of the mysql or
+// postgres store, under a.Prefix, and leaves the tables: a demonstration's
+// next run starts afresh.
+func (a App) ClearStates(ctx context.Context) error {
+	return a.withDatabase(func(s serverChecker) error { return s.Clear(ctx) })
 }
 
 // withDatabase runs f on a store of a's database with one connection, and

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -13,11 +12,9 @@ import (
 
 // queries are the store's statements, with the tables' prefix filled in.
 type queries struct {
-	create                 []string
 	fixed                  string
-	ensure, lock, update   string
-	resetFixed, resetState string
-	sweepFixed, sweepState string
+	ensure, lock, update   string // MySQL's locked hit
+	lockBlock, updateBlock string // MariaDB's
 }
 
 // !+fixed
@@ -53,9 +50,36 @@ func fixedArgs(h sqlstore.Hit) []any {
 }
 
 func newQueries(prefix string) queries {
-	r := strings.NewReplacer("{fixed}", prefix+"fixed", "{state}", prefix+"state")
+	r := sqlstore.Names(prefix)
 	return queries{
-		create: []string{
+		fixed:  r.Replace(fixedSQL),
+		ensure: r.Replace(`INSERT INTO {state} (k, state, expires_at) VALUES (?, '', 0) ON DUPLICATE KEY UPDATE k = k`),
+		// The state, and whether the server's clock is still before the
+		// deadline (Unix µs) once the row is locked.
+		lock:   r.Replace(`SELECT state, UNIX_TIMESTAMP(SYSDATE(6)) * 1000000 < ? FROM {state} WHERE k = ? FOR UPDATE`),
+		update: r.Replace(`UPDATE {state} SET state = ?, expires_at = ? WHERE k = ?`),
+		// One statement each, to be one round trip each without the
+		// driver's multiStatements: a transaction begun in an anonymous
+		// block stays open after it. The no-op assignment takes the row's
+		// lock, as the ensure above; RETURNING is evaluated once the row
+		// is locked.
+		lockBlock: r.Replace(`BEGIN NOT ATOMIC
+  START TRANSACTION;
+  INSERT INTO {state} (k, state, expires_at) VALUES (?, '', 0) ON DUPLICATE KEY UPDATE k = k
+    RETURNING state, UNIX_TIMESTAMP(SYSDATE(6)) * 1000000 < ?;
+END`),
+		updateBlock: r.Replace(`BEGIN NOT ATOMIC
+  UPDATE {state} SET state = ?, expires_at = ? WHERE k = ?;
+  COMMIT;
+END`),
+	}
+}
+
+// tables are the store's statements on its tables other than hits.
+func tables(prefix string) sqlstore.Tables {
+	r := sqlstore.Names(prefix)
+	return sqlstore.Tables{
+		Create: []string{
 			r.Replace(`CREATE TABLE IF NOT EXISTS {fixed} (
   k VARCHAR(80) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY,
   count BIGINT NOT NULL,
@@ -69,28 +93,17 @@ func newQueries(prefix string) queries {
   KEY (expires_at)
 ) ENGINE=InnoDB`),
 		},
-		fixed:  r.Replace(fixedSQL),
-		ensure: r.Replace(`INSERT INTO {state} (k, state, expires_at) VALUES (?, '', 0) ON DUPLICATE KEY UPDATE k = k`),
-		// The state, and whether the server's clock is still before the
-		// deadline (Unix µs) once the row is locked.
-		lock:       r.Replace(`SELECT state, UNIX_TIMESTAMP(SYSDATE(6)) * 1000000 < ? FROM {state} WHERE k = ? FOR UPDATE`),
-		update:     r.Replace(`UPDATE {state} SET state = ?, expires_at = ? WHERE k = ?`),
-		resetFixed: r.Replace(`DELETE FROM {fixed} WHERE k = ?`),
-		resetState: r.Replace(`DELETE FROM {state} WHERE k = ?`),
-		sweepFixed: r.Replace(`DELETE FROM {fixed} WHERE reset_at <= ? LIMIT ?`),
-		sweepState: r.Replace(`DELETE FROM {state} WHERE expires_at <= ? LIMIT ?`),
+		ResetFixed: r.Replace(`DELETE FROM {fixed} WHERE k = ?`),
+		ResetState: r.Replace(`DELETE FROM {state} WHERE k = ?`),
+		SweepFixed: r.Replace(`DELETE FROM {fixed} WHERE reset_at <= ? LIMIT ?`),
+		SweepState: r.Replace(`DELETE FROM {state} WHERE expires_at <= ? LIMIT ?`),
+		ClearFixed: r.Replace(`DELETE FROM {fixed}`),
+		ClearState: r.Replace(`DELETE FROM {state}`),
 	}
 }
 
 // CreateTables creates the store's two tables if they do not exist.
-func (s *Store) CreateTables(ctx context.Context) error {
-	for _, q := range s.q.create {
-		if _, err := s.db.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("mysqlstore: create tables: %w", err)
-		}
-	}
-	return nil
-}
+func (s *Store) CreateTables(ctx context.Context) error { return s.base.CreateTables(ctx) }
 
 // SweepBatch is how many rows one DELETE of Sweep removes at most.
 const SweepBatch = sqlstore.SweepBatch
@@ -102,13 +115,7 @@ func (s *Store) Sweep(ctx context.Context) (int64, error) { return s.SweepAt(ctx
 // (windows over, allowances full again, MaxSkew later), SweepBatch rows
 // per statement until none is left, and returns how many it deleted.
 func (s *Store) SweepAt(ctx context.Context, now time.Time) (int64, error) {
-	return s.base.Sweep(ctx, now, []string{s.q.sweepFixed, s.q.sweepState}, func(ctx context.Context, q string, cutoff int64, batch int) (int64, error) {
-		res, err := s.db.ExecContext(ctx, q, cutoff, batch)
-		if err != nil {
-			return 0, err
-		}
-		return res.RowsAffected()
-	})
+	return s.base.Sweep(ctx, now)
 }
 
 // ErrRefused is wrapped by CheckServer's error when the server answered
@@ -127,7 +134,7 @@ var ErrRefused = errors.New("mysqlstore: the server refused the connection's set
 func (s *Store) CheckServer(ctx context.Context) error {
 	n, err := s.tables(ctx)
 	if err == nil && n < 2 {
-		err = s.CreateTables(ctx)
+		err = s.base.CreateTables(ctx)
 	}
 	var me *mysql.MySQLError
 	if errors.As(err, &me) && !overloaded(err) {
@@ -142,10 +149,15 @@ func (s *Store) HasTables(ctx context.Context) (bool, error) {
 	return n > 0, err
 }
 
-// tables counts the store's tables that exist: 0, 1 or 2.
+// tables counts the store's tables that exist: 0, 1 or 2. The same query
+// tells the server's version, learnt for the locked hits.
 func (s *Store) tables(ctx context.Context) (n int, err error) {
-	err = s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.TABLES
-WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (?, ?)`, s.base.Prefix+"fixed", s.base.Prefix+"state").Scan(&n)
+	var version string
+	err = s.db.QueryRowContext(ctx, `SELECT COUNT(*), VERSION() FROM information_schema.TABLES
+WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (?, ?)`, s.base.Prefix+"fixed", s.base.Prefix+"state").Scan(&n, &version)
+	if err == nil {
+		s.server.learn(version)
+	}
 	return n, err
 }
 

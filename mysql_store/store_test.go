@@ -55,7 +55,7 @@ func skipWithoutServer(t *testing.T) {
 
 func TestStore(t *testing.T) {
 	skipWithoutServer(t)
-	storetest.RunDatabase(t, storetest.Database{Pkg: "mysqlstore", Connect: connect, DSN: server.DSN,
+	storetest.RunDatabase(t, storetest.Database{Pkg: "mysqlstore", Connect: connect, DSN: server.DSN, Addr: server.Addr,
 		Unreachable:   "ratelab:x@tcp(127.0.0.1:1)/ratelab",
 		WrongPassword: "ratelab:wrong@tcp(" + server.Addr + ")/ratelab",
 		MissingDB:     "ratelab:" + sqlserver.Password + "@tcp(" + server.Addr + ")/nosuchdb",

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -13,11 +12,8 @@ import (
 
 // queries are the store's statements, with the tables' prefix filled in.
 type queries struct {
-	create                 []string
-	fixed, replace         string
-	lock, update           string
-	resetFixed, resetState string
-	sweepFixed, sweepState string
+	fixed, replace string
+	lock, update   string
 }
 
 // !+fixed
@@ -52,14 +48,8 @@ WHERE k = $1 AND NOT (count BETWEEN 0 AND $3 AND reset_at <= $4)
 RETURNING count, reset_at`
 
 func newQueries(prefix string) queries {
-	r := strings.NewReplacer("{fixed}", prefix+"fixed", "{state}", prefix+"state")
+	r := sqlstore.Names(prefix)
 	return queries{
-		create: []string{
-			r.Replace(`CREATE TABLE IF NOT EXISTS {fixed} (k text PRIMARY KEY, count bigint NOT NULL, reset_at bigint NOT NULL)`),
-			r.Replace(`CREATE INDEX IF NOT EXISTS {fixed}_reset_at ON {fixed} (reset_at)`),
-			r.Replace(`CREATE TABLE IF NOT EXISTS {state} (k text PRIMARY KEY, state bytea NOT NULL, expires_at bigint NOT NULL)`),
-			r.Replace(`CREATE INDEX IF NOT EXISTS {state}_expires_at ON {state} (expires_at)`),
-		},
 		fixed:   r.Replace(fixedSQL),
 		replace: r.Replace(replaceSQL),
 		// Creates the row, or locks it, and returns its state and whether
@@ -69,39 +59,44 @@ func newQueries(prefix string) queries {
 		lock: r.Replace(`INSERT INTO {state} AS s (k, state, expires_at) VALUES ($1, '', 0)
 ON CONFLICT (k) DO UPDATE SET k = s.k
 RETURNING state, clock_timestamp() < to_timestamp($2::float8 / 1e6)`),
-		update:     r.Replace(`UPDATE {state} SET state = $1, expires_at = $2 WHERE k = $3`),
-		resetFixed: r.Replace(`DELETE FROM {fixed} WHERE k = $1`),
-		resetState: r.Replace(`DELETE FROM {state} WHERE k = $1`),
-		sweepFixed: r.Replace(`DELETE FROM {fixed} WHERE k IN (SELECT k FROM {fixed} WHERE reset_at <= $1 LIMIT $2)`),
-		sweepState: r.Replace(`DELETE FROM {state} WHERE k IN (SELECT k FROM {state} WHERE expires_at <= $1 LIMIT $2)`),
+		update: r.Replace(`UPDATE {state} SET state = $1, expires_at = $2 WHERE k = $3`),
 	}
 }
 
-// CreateTables creates the store's two tables if they do not exist.
-func (s *Store) CreateTables(ctx context.Context) error {
-	for _, q := range s.q.create {
-		if _, err := s.pool.Exec(ctx, q); err != nil {
-			return fmt.Errorf("postgresstore: create tables: %w", err)
-		}
+// tables are the store's statements on its tables other than hits.
+func tables(prefix string) sqlstore.Tables {
+	r := sqlstore.Names(prefix)
+	return sqlstore.Tables{
+		Create: []string{
+			r.Replace(`CREATE TABLE IF NOT EXISTS {fixed} (k text PRIMARY KEY, count bigint NOT NULL, reset_at bigint NOT NULL)`),
+			r.Replace(`CREATE INDEX IF NOT EXISTS {fixed}_reset_at ON {fixed} (reset_at)`),
+			r.Replace(`CREATE TABLE IF NOT EXISTS {state} (k text PRIMARY KEY, state bytea NOT NULL, expires_at bigint NOT NULL)`),
+			r.Replace(`CREATE INDEX IF NOT EXISTS {state}_expires_at ON {state} (expires_at)`),
+		},
+		ResetFixed: r.Replace(`DELETE FROM {fixed} WHERE k = $1`),
+		ResetState: r.Replace(`DELETE FROM {state} WHERE k = $1`),
+		SweepFixed: r.Replace(`DELETE FROM {fixed} WHERE k IN (SELECT k FROM {fixed} WHERE reset_at <= $1 LIMIT $2)`),
+		SweepState: r.Replace(`DELETE FROM {state} WHERE k IN (SELECT k FROM {state} WHERE expires_at <= $1 LIMIT $2)`),
+		ClearFixed: r.Replace(`DELETE FROM {fixed}`),
+		ClearState: r.Replace(`DELETE FROM {state}`),
 	}
-	return nil
 }
 
 // SweepBatch is how many rows one DELETE of Sweep removes at most.
 const SweepBatch = sqlstore.SweepBatch
 
-// Sweep is SweepAt(clock()).
-func (s *Store) Sweep(ctx context.Context) (int64, error) { return s.SweepAt(ctx, s.base.Now()) }
-
 // SweepAt deletes the states that can no longer weigh on a hit at now
 // (windows over, allowances full again, MaxSkew later), SweepBatch rows
 // per statement until none is left, and returns how many it deleted.
 func (s *Store) SweepAt(ctx context.Context, now time.Time) (int64, error) {
-	return s.base.Sweep(ctx, now, []string{s.q.sweepFixed, s.q.sweepState}, func(ctx context.Context, q string, cutoff int64, batch int) (int64, error) {
-		tag, err := s.pool.Exec(ctx, q, cutoff, batch)
-		return tag.RowsAffected(), err
-	})
+	return s.base.Sweep(ctx, now)
 }
+
+// Sweep is SweepAt(clock()).
+func (s *Store) Sweep(ctx context.Context) (int64, error) { return s.SweepAt(ctx, s.base.Now()) }
+
+// CreateTables creates the store's two tables if they do not exist.
+func (s *Store) CreateTables(ctx context.Context) error { return s.base.CreateTables(ctx) }
 
 // ErrRefused is wrapped by CheckServer's error when the server answered
 // but refused the settings: a wrong user or password, a database that

@@ -44,7 +44,7 @@ type Options struct {
 // sharing one database. Create its tables once with CreateTables.
 type Store struct {
 	pool *pgxpool.Pool
-	base sqlstore.Base
+	base *sqlstore.Base
 	q    queries
 }
 
@@ -55,12 +55,17 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 	if pool == nil {
 		return nil, errors.New("postgresstore: New needs a pool")
 	}
-	s := &Store{pool: pool, base: sqlstore.Base{Pkg: "postgresstore", Policy: opts.FailPolicy, Timeout: opts.Timeout,
-		Log: opts.Logger, Now: opts.Clock, Prefix: opts.Prefix, Overloaded: overloaded, OutOfTime: outOfTime}}
-	if err := s.base.Check(); err != nil {
+	s := &Store{pool: pool}
+	exec := func(ctx context.Context, q string, args ...any) (int64, error) {
+		tag, err := pool.Exec(ctx, q, args...)
+		return tag.RowsAffected(), err
+	}
+	base, err := sqlstore.NewBase("postgresstore", sqlstore.Options(opts), sqlstore.Driver{
+		Overloaded: overloaded, OutOfTime: outOfTime, Tables: tables, Exec: exec})
+	if err != nil {
 		return nil, err
 	}
-	s.q = newQueries(s.base.Prefix)
+	s.base, s.q = base, newQueries(base.Prefix)
 	return s, nil
 }
 
@@ -117,7 +122,7 @@ const DefaultMaxConns = sqlstore.DefaultMaxConns
 // Key returns the primary key of the state of key under r: the algorithm
 // and the digest of the rule's state key, as in
 // "fixed:<hex sha256("demo-start:ip:203.0.113.7")>".
-func (s *Store) Key(r ratelab.Rule, key string) string { return sqlstore.Key(r, key) }
+func (s *Store) Key(r ratelab.Rule, key string) string { return sqlstore.Key(r.Normalized(), key) }
 
 // Take takes one hit now; it is TakeAt(ctx, r, key, clock()).
 func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.Decision, error) {
@@ -218,17 +223,10 @@ func (s *Store) takeLocked(ctx context.Context, h sqlstore.Hit) (ratelab.Decisio
 // Reset forgets the state of key under r: one DELETE, atomic against any
 // hit that runs before or after it.
 func (s *Store) Reset(ctx context.Context, r ratelab.Rule, key string) error {
-	if err := r.Validate(); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.base.Timeout)
-	defer cancel()
-	q := s.q.resetState
-	if r.Normalized().Algorithm == ratelab.FixedWindow {
-		q = s.q.resetFixed
-	}
-	if _, err := s.pool.Exec(ctx, q, s.Key(r, key)); err != nil {
-		return fmt.Errorf("postgresstore: reset: %w", err)
-	}
-	return nil
+	return s.base.Reset(ctx, r, key)
 }
+
+// Clear deletes every state, of every key and rule, from the store's
+// tables, and leaves the tables: what a demonstration does between runs
+// that must each start afresh. A live limiter has no use for it.
+func (s *Store) Clear(ctx context.Context) error { return s.base.Clear(ctx) }

@@ -51,7 +51,7 @@ func skipWithoutServer(t *testing.T) {
 
 func TestStore(t *testing.T) {
 	skipWithoutServer(t)
-	storetest.RunDatabase(t, storetest.Database{Pkg: "postgresstore", Connect: connect, DSN: server.DSN,
+	storetest.RunDatabase(t, storetest.Database{Pkg: "postgresstore", Connect: connect, DSN: server.DSN, Addr: server.Addr,
 		Unreachable:   "postgres://ratelab:x@127.0.0.1:1/ratelab",
 		WrongPassword: "postgres://ratelab:wrong@" + server.Addr + "/ratelab",
 		MissingDB:     "postgres://ratelab:" + sqlserver.Password + "@" + server.Addr + "/nosuchdb",

@@ -1,7 +1,8 @@
 // Package sqlstore is what the MariaDB and PostgreSQL stores share: their
-// options' checks, their keys, the shape of a hit (the fixed window's one
-// statement or the locked step, under a timeout and the fail policy) and
-// the batched sweep. The SQL and the drivers stay in each store.
+// options and their checks, their keys, the shape of a hit (the fixed
+// window's one statement or the locked step, under a timeout and the fail
+// policy), and what is done to their tables besides hits (create, reset,
+// clear, the batched sweep). The SQL and the drivers stay in each store.
 package sqlstore
 
 import (
@@ -53,6 +54,16 @@ func ConnBudget(usable, processes int) (int, error) {
 // SweepBatch is how many rows one DELETE of a sweep removes at most.
 const SweepBatch = 1000
 
+// Options configure a SQL store: each store's Options, which have these
+// fields, converted.
+type Options struct {
+	FailPolicy ratelab.FailPolicy
+	Timeout    time.Duration // 0 means DefaultTimeout
+	Logger     *slog.Logger  // nil means slog.Default()
+	Prefix     string        // "" means "ratelab_"
+	Clock      func() time.Time
+}
+
 // Base is the part of a store that is not SQL.
 type Base struct {
 	Pkg     string // the store's package name, for errors and logs
@@ -69,36 +80,48 @@ type Base struct {
 	OutOfTime func(error) bool
 	rules     algorithm.Rules
 	fail      *ratelab.Failer
+	tables    Tables
 }
 
 var prefixRE = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
 
-// Check fills in b's defaults and reports the first thing wrong with it.
-func (b *Base) Check() error {
-	if b.Timeout < 0 {
-		return fmt.Errorf("%s: timeout %v must not be negative", b.Pkg, b.Timeout)
+// Driver is what the SQL of a store's server says: how to tell load and
+// time running out from other errors, the tables' statements with their
+// prefix filled in, and how to run one.
+type Driver struct {
+	Overloaded, OutOfTime func(error) bool
+	Tables                func(prefix string) Tables
+	Exec                  Exec
+}
+
+// NewBase checks o and returns the Base of a store of package pkg, with
+// o's defaults filled in, on the server drv describes.
+func NewBase(pkg string, o Options, drv Driver) (*Base, error) {
+	if o.Timeout < 0 {
+		return nil, fmt.Errorf("%s: timeout %v must not be negative", pkg, o.Timeout)
 	}
-	b.Prefix = cmp.Or(b.Prefix, "ratelab_")
-	if !prefixRE.MatchString(b.Prefix) {
-		return fmt.Errorf("%s: table prefix %q: use 1 to 32 lower-case letters, digits and underscores", b.Pkg, b.Prefix)
+	prefix := cmp.Or(o.Prefix, "ratelab_")
+	if !prefixRE.MatchString(prefix) {
+		return nil, fmt.Errorf("%s: table prefix %q: use 1 to 32 lower-case letters, digits and underscores", pkg, prefix)
 	}
-	b.Timeout = cmp.Or(b.Timeout, DefaultTimeout)
-	b.Log = cmp.Or(b.Log, slog.Default())
-	var err error
-	if b.fail, err = brokeninmemory.NewFailer(b.Policy, b.Pkg, b.Log); err != nil {
-		return err
-	}
+	b := &Base{Pkg: pkg, Policy: o.FailPolicy, Timeout: cmp.Or(o.Timeout, DefaultTimeout), Log: cmp.Or(o.Logger, slog.Default()),
+		Now: o.Clock, Prefix: prefix, Overloaded: drv.Overloaded, OutOfTime: drv.OutOfTime, tables: drv.Tables(prefix)}
+	b.tables.exec = drv.Exec
 	if b.Now == nil {
 		b.Now = time.Now
 	}
-	return nil
+	var err error
+	if b.fail, err = brokeninmemory.NewFailer(b.Policy, b.Pkg, b.Log); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
-// Key returns the primary key of the state of key under r: the algorithm
-// and the digest of the rule's state key, as in
-// "fixed:<hex sha256("demo-start:ip:203.0.113.7")>".
+// Key returns the primary key of the state of key under r, a rule
+// admitted (checked and normalized): the algorithm and the digest of the
+// rule's state key, as in "fixed:<hex sha256("demo-start:ip:203.0.113.7")>".
 func Key(r ratelab.Rule, key string) string {
-	return string(r.Normalized().Algorithm) + ":" + ratelab.KeyDigest(r.StateKey(key))
+	return string(r.Algorithm) + ":" + ratelab.KeyDigest(r.StateKey(key))
 }
 
 // Hit is one hit as a step takes it.
@@ -239,26 +262,4 @@ func Backoff(ctx context.Context, try int) bool {
 // allowance, plus MaxSkew for a hit stamped late.
 func Expiry(d ratelab.Decision, now time.Time) int64 {
 	return now.Add(d.ResetAfter+ratelab.MaxSkew).Unix() + 1
-}
-
-// Sweep runs each of stmts — a DELETE of at most SweepBatch rows over
-// before a cutoff, taking the cutoff and the batch — until it deletes
-// fewer than a batch, and returns how many rows it deleted: the states
-// that can no longer weigh on a hit at now, MaxSkew later.
-func (b *Base) Sweep(ctx context.Context, now time.Time, stmts []string, exec func(ctx context.Context, q string, cutoff int64, batch int) (int64, error)) (int64, error) {
-	var total int64
-	cutoff := now.Add(-ratelab.MaxSkew).Unix()
-	for _, q := range stmts {
-		for {
-			n, err := exec(ctx, q, cutoff, SweepBatch)
-			if err != nil {
-				return total, fmt.Errorf("%s: sweep: %w", b.Pkg, err)
-			}
-			total += n
-			if n < SweepBatch {
-				break
-			}
-		}
-	}
-	return total, nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -13,43 +12,45 @@ import (
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/claim"
 	"github.com/ratelab/ratelab/internal/lab/sqlserver"
-	"github.com/ratelab/ratelab/internal/redact"
 )
+
+// dbOptions are ratelab db's flags besides the shared ones.
+type dbOptions struct {
+	mysql, postgres      string // the databases named, "" for a private server
+	force, stable, check bool
+	requests, conc       int
+}
+
+// dbFlags defines ratelab db's flags on a new flag set.
+func dbFlags(stdout io.Writer) (*flags, *dbOptions) {
+	f := newFlags("db", stdout)
+	o := new(dbOptions)
+	f.StringVar(&o.mysql, "mysql", "", "a MariaDB/MySQL database for the lessons, 'user:password@tcp(host:port)/db'; they create and empty "+
+		"the tables "+lessonTables+" in it, and leave them (default: start a private mariadbd)")
+	f.StringVar(&o.postgres, "postgres", "", "a PostgreSQL database for the lessons, postgres://user:password@host:port/db; they create and empty "+
+		"the tables "+lessonTables+" in it, and leave them (default: start a private postgres)")
+	f.BoolVar(&o.force, "force", false, "run the lessons even in a database that holds ratelab's live tables (ratelab_fixed, ratelab_state)")
+	f.IntVar(&o.requests, "requests", 130, "requests from one client address (> 0)")
+	f.IntVar(&o.conc, "concurrency", 8, "requests in flight in the burst; 1 sends only one by one")
+	f.BoolVar(&o.stable, "stable", false, "leave out wall times, so that runs with -at print the same bytes")
+	f.BoolVar(&o.check, "check", false, "only report whether the private servers can be started (exit 0) or what to install (exit 1)")
+	f.limitFlag().windowFlag().atFlag()
+	f.IntVar(&f.workers, "workers", 2, "worker processes per host (> 0)")
+	return f, o
+}
 
 // cmdDB runs the database lessons on MariaDB and PostgreSQL — private
 // servers unless -mysql or -postgres names one — and the two-hosts model
 // with files and with each database.
 func cmdDB(args []string, stdout, stderr io.Writer) (int, error) {
-	f := newFlags("db", stdout)
-	mysqlDSN := f.String("mysql", "", "a MariaDB/MySQL database for the lessons, 'user:password@tcp(host:port)/db'; they create and empty "+
-		"the tables "+lessonTables+" in it, and leave them (default: start a private mariadbd)")
-	pgURL := f.String("postgres", "", "a PostgreSQL database for the lessons, postgres://user:password@host:port/db; they create and empty "+
-		"the tables "+lessonTables+" in it, and leave them (default: start a private postgres)")
-	force := f.Bool("force", false, "run the lessons even in a database that holds ratelab's live tables (ratelab_fixed, ratelab_state)")
-	requests := f.Int("requests", 130, "requests from one client address (> 0)")
-	conc := f.Int("concurrency", 8, "requests in flight in the burst; 1 sends only one by one")
-	stable := f.Bool("stable", false, "leave out wall times, so that runs with -at print the same bytes")
-	check := f.Bool("check", false, "only report whether the private servers can be started (exit 0) or what to install (exit 1)")
-	f.limitFlag().windowFlag().atFlag()
-	f.IntVar(&f.workers, "workers", 2, "worker processes per host (> 0)")
+	f, o := dbFlags(stdout)
 	if err := f.parse(args); err != nil {
 		return 0, err
 	}
-	if *check {
-		var missing []string
-		if *mysqlDSN == "" && !sqlserver.MariaDBAvailable() {
-			missing = append(missing, "MariaDB: "+sqlserver.MariaDBInstallHint)
-		}
-		if *pgURL == "" && !sqlserver.PostgresAvailable() {
-			missing = append(missing, "PostgreSQL: "+sqlserver.PostgresInstallHint)
-		}
-		if len(missing) > 0 {
-			fmt.Fprintf(stderr, "not installed: %s\n", strings.Join(missing, "; "))
-			return exitFailure, nil
-		}
-		return exitOK, nil
+	if o.check {
+		return checkDBServers(o, stderr), nil
 	}
-	if *requests <= 0 || *conc <= 0 {
+	if o.requests <= 0 || o.conc <= 0 {
 		return 0, usagef("-requests and -concurrency must be positive")
 	}
 	app := harness.App{Limit: f.limit, Window: f.window, Prefix: lessonPrefix}
@@ -57,62 +58,121 @@ func cmdDB(args []string, stdout, stderr io.Writer) (int, error) {
 	if app.Now, err = f.atOrZero(); err != nil {
 		return 0, err
 	}
-	progress := progressTo(stderr, *stable)
-	dsns := map[string]string{"mysql": *mysqlDSN, "postgres": *pgURL}
-	dbs := []struct {
-		store, dialect string
-		start          func(...string) (*sqlserver.Server, error)
-	}{{"mysql", "mariadb", sqlserver.StartMariaDB}, {"postgres", "postgres", sqlserver.StartPostgres}}
+	progress := progressTo(stderr, o.stable)
 	ctx := context.Background()
-	conns := map[string]*sql.DB{} // to empty the store's table between rows
-	for _, db := range dbs {
+	dsns, stop, err := lessonDatabases(ctx, app, o, progress)
+	defer stop()
+	if err != nil {
+		return 0, err
+	}
+	lessons, err := dbLessons(ctx, dsns, progress)
+	if err != nil {
+		return 0, err
+	}
+	claim.Table(stdout, "database lesson", lessons)
+	if o.stable {
+		fmt.Fprintln(stdout)
+	}
+	rep, err := twoHostsOnDatabases(ctx, app, f.workers, o, dsns, progress)
+	if err != nil {
+		return 0, err
+	}
+	printHarnessReport(stdout, rep, o.stable)
+	fmt.Fprintln(stdout)
+	return claim.Verdict(stdout, claim.All(lessons) && rep.Pass(), "every row shows what the demo claims"), nil
+}
+
+// lessonServer is one database of ratelab db: its store, the lessons'
+// dialect, and what starts a private server.
+type lessonServer struct {
+	store, dialect string
+	start          func(...string) (*sqlserver.Server, error)
+}
+
+func lessonServers() []lessonServer {
+	return []lessonServer{{"mysql", "mariadb", sqlserver.StartMariaDB}, {"postgres", "postgres", sqlserver.StartPostgres}}
+}
+
+// checkDBServers is -check: exit 0 if every database the lessons need is
+// named or can be started, else exit 1 saying what to install.
+func checkDBServers(o *dbOptions, stderr io.Writer) int {
+	var missing []string
+	if o.mysql == "" && !sqlserver.MariaDBAvailable() {
+		missing = append(missing, "MariaDB: "+sqlserver.MariaDBInstallHint)
+	}
+	if o.postgres == "" && !sqlserver.PostgresAvailable() {
+		missing = append(missing, "PostgreSQL: "+sqlserver.PostgresInstallHint)
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(stderr, "not installed: %s\n", strings.Join(missing, "; "))
+		return exitFailure
+	}
+	return exitOK
+}
+
+// lessonDatabases returns the lessons' DSNs by store — the flags', or
+// private servers' it starts — once each database is checked free of
+// the live tables (unless -force) and holds the lesson store's tables.
+// stop stops the private servers; it is never nil.
+func lessonDatabases(ctx context.Context, app harness.App, o *dbOptions, progress io.Writer) (dsns map[string]string, stop func(), err error) {
+	dsns = map[string]string{"mysql": o.mysql, "postgres": o.postgres}
+	var servers []*sqlserver.Server
+	stop = func() {
+		for _, srv := range servers {
+			srv.Stop()
+		}
+	}
+	for _, db := range lessonServers() {
 		if dsns[db.store] == "" {
 			if progress != nil {
 				fmt.Fprintf(progress, "starting a private %s server …\n", db.store)
 			}
 			srv, err := db.start()
 			if err != nil {
-				return 0, err
+				return nil, stop, err
 			}
-			defer srv.Stop()
+			servers = append(servers, srv)
 			dsns[db.store] = srv.DSN
 		}
-		conn, err := sql.Open(databaselock.DriverName(db.dialect), dsns[db.store])
-		if err != nil {
-			return 0, usagef("-%s: %v", db.store, redact.Err(err, dsns[db.store]))
-		}
-		defer conn.Close()
 		live, err := harness.App{Store: db.store, DSN: dsns[db.store]}.HasTables(ctx) // the stores' default tables
-		if err != nil || live && !*force {
-			return 0, usagef("-%s: %v", db.store, cmp.Or(err, errLiveTables))
+		if err != nil || live && !o.force {
+			return nil, stop, usagef("-%s: %v", db.store, cmp.Or(err, errLiveTables))
 		}
-		conns[db.store] = conn
 	}
-	for _, db := range dbs { // both databases checked before either is written
+	for _, db := range lessonServers() { // both databases checked before either is written
 		a := app
 		a.Store, a.DSN = db.store, dsns[db.store]
 		if _, err := a.CheckDatabase(ctx); err != nil { // creates the lesson store's tables
-			return 0, usagef("-%s: %v", db.store, err)
+			return nil, stop, usagef("-%s: %v", db.store, err)
 		}
 	}
+	return dsns, stop, nil
+}
+
+// dbLessons runs the database lessons on each database.
+func dbLessons(ctx context.Context, dsns map[string]string, progress io.Writer) ([]claim.Claim, error) {
 	var lessons []claim.Claim
-	for _, db := range dbs {
+	for _, db := range lessonServers() {
 		if progress != nil {
 			fmt.Fprintf(progress, "lessons on %s …\n", db.dialect)
 		}
 		rows, err := databaselock.Lessons(ctx, db.dialect, dsns[db.store])
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		lessons = append(lessons, rows...)
 	}
-	claim.Table(stdout, "database lesson", lessons)
-	if *stable {
-		fmt.Fprintln(stdout)
-	}
-	reset := func() error {
-		for _, conn := range conns {
-			if _, err := conn.ExecContext(ctx, "DELETE FROM "+lessonPrefix+"fixed"); err != nil {
+	return lessons, nil
+}
+
+// twoHostsOnDatabases runs the two-hosts model with files and with each
+// database, the lesson store's states cleared before every row.
+func twoHostsOnDatabases(ctx context.Context, app harness.App, workers int, o *dbOptions, dsns map[string]string, progress io.Writer) (harness.Report, error) {
+	clearStates := func() error {
+		for _, db := range lessonServers() {
+			a := app
+			a.Store, a.DSN = db.store, dsns[db.store]
+			if err := a.ClearStates(ctx); err != nil {
 				return err
 			}
 		}
@@ -120,16 +180,10 @@ func cmdDB(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	dir, cleanup, err := scratch("db")
 	if err != nil {
-		return 0, err
+		return harness.Report{}, err
 	}
 	defer cleanup()
-	rep, err := harness.DatabaseDemo(ctx, app, f.workers, harness.Workload{Requests: *requests, Concurrency: *conc}, dir, dsns, reset, progress)
-	if err != nil {
-		return 0, err
-	}
-	printHarnessReport(stdout, rep, *stable)
-	fmt.Fprintln(stdout)
-	return claim.Verdict(stdout, claim.All(lessons) && rep.Pass(), "every row shows what the demo claims"), nil
+	return harness.DatabaseDemo(ctx, app, workers, harness.Workload{Requests: o.requests, Concurrency: o.conc}, dir, dsns, clearStates, progress)
 }
 
 // The tables the lessons write: their own, and those of the store the

@@ -133,6 +133,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	fmt.Fprintln(stderr, "wrote", *out)
+	res.WriteTargets(stdout)
 	return exitOK, nil
 }
 

@@ -299,7 +299,7 @@ func TestBenchQuick(t *testing.T) {
 		"| processes |", "| 2 |", "## Targets", "fixed, ≤ 1.2 × the syscall floor", "log, ≤ 1.5 × the syscall floor", "GOMAXPROCS=1"} {
 		assert.Contains(t, out, want)
 	}
-	assert.Regexp(t, `(?m)^- .* — (met|\*\*not met\*\*)$`, out)
+	assert.Regexp(t, `(?m)^- target: .* — (met|not met)( \([0-9.]+(, spread [0-9.]+–[0-9.]+)?\))?$`, out)
 }
 
 // ratelab reset unblocks one key of one rule, and nothing else.

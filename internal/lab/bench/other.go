@@ -28,5 +28,7 @@ func Run(Options) (Result, error) {
 
 func (Result) Markdown(io.Writer) {}
 
+func (Result) WriteTargets(io.Writer) {}
+
 // Roles: none where the benchmark cannot run.
 func Roles() childproc.Roles { return nil }

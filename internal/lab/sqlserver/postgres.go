@@ -82,6 +82,12 @@ func (s *Server) startPostgres(bindir string, args []string) error {
 	if err := s.start(cmd); err != nil {
 		return err
 	}
+	return s.createPostgresDB(logFile)
+}
+
+// createPostgresDB waits for the server to take connections, creates the
+// database "ratelab" and sets s.DSN to it.
+func (s *Server) createPostgresDB(logFile string) error {
 	u := url.URL{Scheme: "postgres", User: url.UserPassword("ratelab", Password), Host: s.Addr, Path: "/postgres"}
 	admin := u.String()
 	ping := func(ctx context.Context) error {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/internal/lab/sqlserver"
 )
 
 // Exact has 8 goroutines send 60 hits each to one key of s, for every
@@ -133,12 +135,13 @@ type Database struct {
 	// Connect opens the database at dsn (closed when t ends), and returns
 	// a constructor of stores on it.
 	Connect func(t testing.TB, dsn string, timeout time.Duration) func(Options) DatabaseStore
-	// DSN is the private server's; Unreachable names a port nobody
-	// listens on; WrongPassword and MissingDB the server with a bad
-	// password and a database that does not exist.
-	DSN, Unreachable, WrongPassword, MissingDB string
-	Refused                                    error // the package's ErrRefused
-	SweepSize                                  int   // rows per DELETE of a sweep
+	// DSN is the private server's, at Addr (host:port, as it stands in
+	// DSN); Unreachable names a port nobody listens on; WrongPassword and
+	// MissingDB the server with a bad password and a database that does
+	// not exist.
+	DSN, Addr, Unreachable, WrongPassword, MissingDB string
+	Refused                                          error // the package's ErrRefused
+	SweepSize                                        int   // rows per DELETE of a sweep
 	// Hold locks row k of table in a transaction of another connection
 	// (SELECT … FOR UPDATE) and returns what rolls it back.
 	Hold func(t testing.TB, dsn, table, k string) (release func())
@@ -159,58 +162,24 @@ var prefixes atomic.Int64
 // RunDatabase runs every check a database store shares with the others,
 // each on fresh tables.
 func RunDatabase(t *testing.T, d Database) {
-	fresh := func(t *testing.T) func() DatabaseStore {
-		open := d.Connect(t, d.DSN, 5*time.Second) // -race and a shared machine
-		o := Options{Prefix: fmt.Sprintf("t%d_", prefixes.Add(1)), Timeout: 5 * time.Second}
-		s := open(o)
-		require.NoError(t, s.CheckServer(context.Background()))
-		return func() DatabaseStore { return open(o) }
-	}
 	t.Run("store checks", func(t *testing.T) {
 		Run(t, func(t *testing.T) func() ratelab.Store {
-			another := fresh(t)
+			another := freshTables(t, d)
 			return func() ratelab.Store { return another() }
 		}, true)
 	})
 	t.Run("state survives across instances", func(t *testing.T) {
-		another := fresh(t)
+		another := freshTables(t, d)
 		assert.Equal(t, int64(28), CrossInstance(t, func(*testing.T) ratelab.Store { return another() }))
 	})
-	t.Run("eight connections on one key count exactly", func(t *testing.T) { Exact(t, fresh(t)()) })
-	t.Run("sweep deletes what is over, in batches", func(t *testing.T) { Sweep(t, fresh(t)(), d.SweepSize) })
-	t.Run("a row held elsewhere: the hit gives up at its timeout", func(t *testing.T) {
-		open := d.Connect(t, d.DSN, 300*time.Millisecond) // the server's bound is set per connection
-		o := Options{Prefix: fmt.Sprintf("t%d_", prefixes.Add(1)), Timeout: 300 * time.Millisecond, Policy: ratelab.FailClosed}
-		s := open(o)
-		require.NoError(t, s.CheckServer(context.Background()))
-		log := ratelab.Rule{Name: "held", Limit: 3, Window: time.Minute, Algorithm: ratelab.SlidingLog}
-		for _, c := range []struct {
-			rule  ratelab.Rule
-			table string
-		}{{Original, "fixed"}, {log, "state"}} {
-			Take(t, s, c.rule, Key, T0) // the row exists
-			release := d.Hold(t, d.DSN, o.Prefix+c.table, s.Key(c.rule, Key))
-			start := time.Now()
-			_, err := s.TakeAt(context.Background(), c.rule, Key, T0)
-			waited := time.Since(start)
-			release()
-			assert.ErrorIs(t, err, ratelab.ErrUnavailable, "%s: a fail-closed hit on a held row", c.table)
-			assert.Less(t, waited, 2*time.Second, "%s: the 300 ms timeout bounds the wait", c.table)
-			after := Take(t, s, c.rule, Key, T0) // released: hits go on, the refused one uncounted
-			assert.Equal(t, c.rule.Limit-2, after.Remaining, "%s: the held hit was not counted", c.table)
-		}
-	})
-	t.Run("processes that prepare fresh tables at once all succeed", func(t *testing.T) {
-		open := d.Connect(t, d.DSN, 5*time.Second)
-		o := Options{Prefix: fmt.Sprintf("t%d_", prefixes.Add(1)), Timeout: 5 * time.Second}
-		var wg sync.WaitGroup
-		for range 16 { // as CGI processes do, each on a fresh tables' first request
-			s := open(o)
-			wg.Go(func() { assert.NoError(t, s.CheckServer(context.Background())) })
-		}
-		wg.Wait()
-	})
+	t.Run("eight connections on one key count exactly", func(t *testing.T) { Exact(t, freshTables(t, d)()) })
+	t.Run("a hit takes one round trip, two under a row lock", func(t *testing.T) { roundTrips(t, d) })
+	t.Run("sweep deletes what is over, in batches", func(t *testing.T) { Sweep(t, freshTables(t, d)(), d.SweepSize) })
+	t.Run("clear deletes every state", func(t *testing.T) { clearStates(t, freshTables(t, d)()) })
+	t.Run("a row held elsewhere: the hit gives up at its timeout", func(t *testing.T) { heldRow(t, d) })
+	t.Run("processes that prepare fresh tables at once all succeed", func(t *testing.T) { prepareAtOnce(t, d) })
 	t.Run("a hit the client gave up on is not counted later", func(t *testing.T) { late(t, d) })
+	t.Run("a hit ends when its context does", func(t *testing.T) { ctxEnds(t, d) })
 	t.Run("a server with no free connection is waited out, not failed", func(t *testing.T) { full(t, d) })
 	t.Run("rows no rule wrote are replaced, logged and decided", func(t *testing.T) { hostile(t, d) })
 	t.Run("a row held past the timeout is load: refused under fail-open", func(t *testing.T) { heldIsLoad(t, d) })
@@ -220,51 +189,121 @@ func RunDatabase(t *testing.T, d Database) {
 			return open(Options{Policy: p, Timeout: 200 * time.Millisecond, Logger: log})
 		})
 	})
-	t.Run("refused settings are configuration errors, an outage is not", func(t *testing.T) {
-		for _, tc := range []struct {
-			name, dsn string
-			refused   bool
-		}{
-			{"wrong password", d.WrongPassword, true},
-			{"missing database", d.MissingDB, true},
-			{"nobody listening", d.Unreachable, false},
-		} {
-			err := d.Connect(t, tc.dsn, time.Second)(Options{}).CheckServer(context.Background())
-			require.Error(t, err, tc.name)
-			assert.Equal(t, tc.refused, errors.Is(err, d.Refused), "%s: %v", tc.name, err)
-		}
-	})
+	t.Run("refused settings are configuration errors, an outage is not", func(t *testing.T) { refused(t, d) })
 }
 
-// BenchHit compares a fixed-window hit of s with the round trips it
-// cannot go below, through the same connection pool (exec runs one
-// statement): SELECT 1, and the cheapest write, a one-row UPDATE
-// committed on its own, on a table bench_write that it creates.
-func BenchHit(b *testing.B, s DatabaseStore, exec func(q string) error) {
-	if err := s.CheckServer(context.Background()); err != nil {
-		b.Fatal(err)
+// freshTables creates fresh tables on d's server, and returns what makes
+// another store on them.
+func freshTables(t *testing.T, d Database) func() DatabaseStore {
+	open := d.Connect(t, d.DSN, 5*time.Second) // -race and a shared machine
+	o := Options{Prefix: fmt.Sprintf("t%d_", prefixes.Add(1)), Timeout: 5 * time.Second}
+	s := open(o)
+	require.NoError(t, s.CheckServer(context.Background()))
+	return func() DatabaseStore { return open(o) }
+}
+
+// clearer is a store that can forget every state at once.
+type clearer interface {
+	ratelab.Store
+	Clear(ctx context.Context) error
+}
+
+// clearStates checks that Clear forgets the states of every algorithm:
+// the first hit after it is decided as the very first was.
+func clearStates(t *testing.T, s DatabaseStore) {
+	c, ok := s.(clearer)
+	require.True(t, ok, "%T has no Clear", s)
+	first := map[ratelab.Algorithm]int64{}
+	for _, a := range ratelab.Algorithms() {
+		r := ratelab.Rule{Name: "clear", Limit: 3, Window: time.Minute, Algorithm: a}
+		first[a] = Take(t, s, r, Key, T0).Remaining
+		Take(t, s, r, Key, T0)
 	}
-	for _, q := range []string{"DROP TABLE IF EXISTS bench_write", "CREATE TABLE bench_write (k int PRIMARY KEY, n bigint NOT NULL)", "INSERT INTO bench_write VALUES (1, 0)"} {
-		if err := exec(q); err != nil {
-			b.Fatal(err)
-		}
+	require.NoError(t, c.Clear(context.Background()))
+	for _, a := range ratelab.Algorithms() {
+		d := Take(t, s, ratelab.Rule{Name: "clear", Limit: 3, Window: time.Minute, Algorithm: a}, Key, T0)
+		assert.Equal(t, first[a], d.Remaining, "%s: the first hit after Clear", a)
 	}
-	r := Original
-	r.Limit = 1 << 26
-	for _, v := range []struct {
-		name string
-		run  func() error
+}
+
+// heldRow checks that a hit on a row another session holds gives up at
+// its timeout, uncounted, and that hits go on once it is released.
+func heldRow(t *testing.T, d Database) {
+	open := d.Connect(t, d.DSN, 300*time.Millisecond) // the server's bound is set per connection
+	o := Options{Prefix: fmt.Sprintf("t%d_", prefixes.Add(1)), Timeout: 300 * time.Millisecond, Policy: ratelab.FailClosed}
+	s := open(o)
+	require.NoError(t, s.CheckServer(context.Background()))
+	log := ratelab.Rule{Name: "held", Limit: 3, Window: time.Minute, Algorithm: ratelab.SlidingLog}
+	for _, c := range []struct {
+		rule  ratelab.Rule
+		table string
+	}{{Original, "fixed"}, {log, "state"}} {
+		Take(t, s, c.rule, Key, T0) // the row exists
+		release := d.Hold(t, d.DSN, o.Prefix+c.table, s.Key(c.rule, Key))
+		start := time.Now()
+		_, err := s.TakeAt(context.Background(), c.rule, Key, T0)
+		waited := time.Since(start)
+		release()
+		assert.ErrorIs(t, err, ratelab.ErrUnavailable, "%s: a fail-closed hit on a held row", c.table)
+		assert.Less(t, waited, 2*time.Second, "%s: the 300 ms timeout bounds the wait", c.table)
+		after := Take(t, s, c.rule, Key, T0) // released: hits go on, the refused one uncounted
+		assert.Equal(t, c.rule.Limit-2, after.Remaining, "%s: the held hit was not counted", c.table)
+	}
+}
+
+// prepareAtOnce has 16 stores, as CGI processes on fresh tables' first
+// request, create the tables at once.
+func prepareAtOnce(t *testing.T, d Database) {
+	open := d.Connect(t, d.DSN, 5*time.Second)
+	o := Options{Prefix: fmt.Sprintf("t%d_", prefixes.Add(1)), Timeout: 5 * time.Second}
+	var wg sync.WaitGroup
+	for range 16 {
+		s := open(o)
+		wg.Go(func() { assert.NoError(t, s.CheckServer(context.Background())) })
+	}
+	wg.Wait()
+}
+
+// refused checks that settings the server refuses wrap the package's
+// ErrRefused, and that a server nobody answers for does not.
+func refused(t *testing.T, d Database) {
+	for _, tc := range []struct {
+		name, dsn string
+		refused   bool
 	}{
-		{"select1", func() error { return exec("SELECT 1") }},
-		{"update", func() error { return exec("UPDATE bench_write SET n = n + 1 WHERE k = 1") }},
-		{"fixed", func() error { _, err := s.TakeAt(context.Background(), r, "k", T0); return err }},
+		{"wrong password", d.WrongPassword, true},
+		{"missing database", d.MissingDB, true},
+		{"nobody listening", d.Unreachable, false},
 	} {
-		b.Run(v.name, func(b *testing.B) {
-			for b.Loop() {
-				if err := v.run(); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		err := d.Connect(t, tc.dsn, time.Second)(Options{}).CheckServer(context.Background())
+		require.Error(t, err, tc.name)
+		assert.Equal(t, tc.refused, errors.Is(err, d.Refused), "%s: %v", tc.name, err)
+	}
+}
+
+// roundTrips checks that a hit of every algorithm takes at most the round
+// trips the store promises, through a proxy that counts them: one
+// statement for the fixed window, two for the others (a row lock held
+// from the first to the second).
+func roundTrips(t *testing.T, d Database) {
+	p, err := sqlserver.CountTrips(d.Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	open := d.Connect(t, strings.Replace(d.DSN, d.Addr, p.Addr, 1), 5*time.Second)
+	s := open(Options{Prefix: fmt.Sprintf("t%d_", prefixes.Add(1)), Timeout: 5 * time.Second})
+	require.NoError(t, s.CheckServer(context.Background()))
+	const hits = 10
+	for _, a := range ratelab.Algorithms() {
+		r := ratelab.Rule{Name: "trips", Limit: 100, Window: time.Hour, Algorithm: a, Burst: 100}
+		Take(t, s, r, Key, T0) // the row, and a connection, exist
+		before := p.Count()
+		for i := range hits {
+			Take(t, s, r, Key, T0.Add(time.Duration(i)*time.Second))
+		}
+		want := int64(2)
+		if a == ratelab.FixedWindow {
+			want = 1
+		}
+		assert.LessOrEqual(t, p.Count()-before, want*hits, "%s: round trips of %d hits", a, hits)
 	}
 }

@@ -47,6 +47,30 @@ func late(t *testing.T, d Database) {
 	assert.Equal(t, int64(28), after.Remaining, "count 2: the hit reported failed was not counted")
 }
 
+// ctxEnds checks that a hit ends when its caller's context does, the
+// server stopped, under every algorithm: neither the store's timeout nor
+// the connection's (5 s each) is what ends it.
+func ctxEnds(t *testing.T, d Database) {
+	open := d.Connect(t, d.DSN, 5*time.Second)
+	s := open(Options{Prefix: fmt.Sprintf("t%d_", prefixes.Add(1)), Timeout: 5 * time.Second, Policy: ratelab.FailClosed})
+	require.NoError(t, s.CheckServer(context.Background()))
+	for _, a := range ratelab.Algorithms() {
+		r := ratelab.Rule{Name: "ends", Limit: 10, Window: time.Hour, Algorithm: a}
+		Take(t, s, r, Key, T0) // the row, and a connection idle in the pool
+		resume, err := d.Pause()
+		require.NoError(t, err)
+		t.Cleanup(func() { resume() }) // if the test stops early
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		start := time.Now()
+		_, err = s.TakeAt(ctx, r, Key, T0)
+		waited := time.Since(start)
+		cancel()
+		require.NoError(t, resume())
+		assert.ErrorIs(t, err, context.DeadlineExceeded, "%s: the caller's context ended the hit", a)
+		assert.Less(t, waited, 2*time.Second, "%s: a hit of a 100 ms context on a stopped server", a)
+	}
+}
+
 // hostile checks rows that no rule could have written — a negative or
 // huge count, a window that ends beyond any rule's, an undecodable state:
 // the next hit replaces them with a fresh state, logs it, and is decided
