@@ -103,8 +103,9 @@ const (
 
 // results are one run's figures, by variant: nanoseconds per hit in each
 // round, Redis's own microseconds per call, Go allocations per hit, and
-// hits per second under contention in each repeat.
+// hits per second under contention (procs processes) in each repeat.
 type results struct {
+	procs  int
 	perHit [][]float64
 	server []float64
 	allocs []float64
@@ -127,7 +128,7 @@ func run(rounds, perRound, procs, hits, repeats int, outPath string) error {
 		defer closeIt()
 		fns[i] = f
 	}
-	var res results
+	res := results{procs: procs}
 	if res.perHit, err = perHit(fns, rounds, perRound); err != nil {
 		return err
 	}

@@ -192,8 +192,10 @@ func child(spec, url, hitsEnv string) error {
 	return nil
 }
 
+// median is the middle of xs, or the mean of its two middles.
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
-	return s[len(s)/2]
+	n := len(s)
+	return (s[(n-1)/2] + s[n/2]) / 2
 }

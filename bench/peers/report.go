@@ -33,16 +33,16 @@ type target struct {
 var targets = []target{
 	{"Redis fixed window per hit ≤ ulule's", ratelabFixed, ulule, false, 1},
 	{"Redis fixed window per hit ≤ 1.2 × a trivial EVALSHA", ratelabFixed, evalsha, false, 1.2},
-	{"8 processes on one key: ratelab-fixed hits/s ≥ ulule's", ratelabFixed, ulule, true, 1},
+	{"%d processes on one key: ratelab-fixed hits/s ≥ ulule's", ratelabFixed, ulule, true, 1},
 	{"GCRA per hit ≤ redis_rate's", ratelabGCRA, redisRate, false, 1},
 }
 
 // judge returns the target's line: met or not met, the median ratio of
 // the same round's (or run's) figures, and their spread.
 func (t target) judge(res results) string {
-	figs, over := res.perHit, "rounds"
+	what, figs, over := t.what, res.perHit, "rounds"
 	if t.contention {
-		figs, over = res.hps, "runs"
+		what, figs, over = fmt.Sprintf(t.what, res.procs), res.hps, "runs"
 	}
 	ratios := make([]float64, len(figs[t.a]))
 	for r := range ratios {
@@ -57,7 +57,7 @@ func (t target) judge(res results) string {
 	if met {
 		verdict = "met"
 	}
-	return fmt.Sprintf("target: %s — %s (%.2f ×, spread %.2f–%.2f over %d %s)", t.what, verdict, m, slices.Min(ratios), slices.Max(ratios), len(ratios), over)
+	return fmt.Sprintf("target: %s — %s (%.2f ×, spread %.2f–%.2f over %d %s)", what, verdict, m, slices.Min(ratios), slices.Max(ratios), len(ratios), over)
 }
 
 // report writes the table and the targets' lines to outPath, as a
