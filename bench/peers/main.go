@@ -4,7 +4,7 @@
 // script can cost, a trivial EVALSHA. It lives in a module of its own so
 // that the peers never enter ratelab's go.mod.
 //
-//	go run . [-rounds 9] [-per-round 2000] [-procs 8] [-hits 2000] [-repeats 7] [-o FILE]
+//	go run . [-rounds 31] [-per-round 500] [-procs 8] [-hits 2000] [-repeats 7] [-o FILE]
 //
 // Every figure is a ratio measured in the same run against a private
 // redis-server on loopback: per hit in one process, the variants take
@@ -43,8 +43,8 @@ func main() {
 		}
 		return
 	}
-	rounds := flag.Int("rounds", 9, "rounds of the per-hit loop")
-	perRound := flag.Int("per-round", 2000, "hits per variant per round")
+	rounds := flag.Int("rounds", 31, "rounds of the per-hit loop")
+	perRound := flag.Int("per-round", 500, "hits per variant per round")
 	procs := flag.Int("procs", 8, "processes in the contention runs")
 	hits := flag.Int("hits", 2000, "hits per process in the contention runs")
 	repeats := flag.Int("repeats", 7, "contention runs per variant")
@@ -107,7 +107,7 @@ const (
 type results struct {
 	procs  int
 	perHit [][]float64
-	server []float64
+	server [][]float64
 	allocs []float64
 	hps    [][]float64
 }
@@ -129,12 +129,12 @@ func run(rounds, perRound, procs, hits, repeats int, outPath string) error {
 		fns[i] = f
 	}
 	res := results{procs: procs}
-	if res.perHit, err = perHit(fns, rounds, perRound); err != nil {
-		return err
-	}
 	admin := srv.Client()
 	defer admin.Close()
-	if res.server, res.allocs, err = serverTimes(admin, fns, perRound); err != nil {
+	if res.perHit, res.server, err = perHit(admin, fns, rounds, perRound); err != nil {
+		return err
+	}
+	if res.allocs, err = allocsPerHit(fns, perRound); err != nil {
 		return err
 	}
 	if res.hps, err = contention(url, procs, hits, repeats); err != nil {

@@ -17,10 +17,20 @@ import (
 )
 
 // perHit makes perRound hits of each variant in turn, rounds times, and
-// returns the nanoseconds per hit of each variant in each round.
-func perHit(fns []hit, rounds, perRound int) ([][]float64, error) {
+// returns the nanoseconds per hit of each variant in each round, and what
+// each call cost Redis itself in that round (admin reads it between
+// rounds, untimed): the cost that bounds the hits per second of one hot
+// key.
+func perHit(admin *redis.Client, fns []hit, rounds, perRound int) (ns, server [][]float64, err error) {
 	ctx := context.Background()
-	return inTurns(rounds, len(fns), func(r, i int) (float64, error) {
+	server = make([][]float64, len(fns))
+	for i := range server {
+		server[i] = make([]float64, rounds)
+	}
+	ns, err = inTurns(rounds, len(fns), func(r, i int) (float64, error) {
+		if err := admin.ConfigResetStat(ctx).Err(); err != nil {
+			return 0, err
+		}
 		key := fmt.Sprintf("per:%d:%d", r, i)
 		start := time.Now()
 		for range perRound {
@@ -28,8 +38,12 @@ func perHit(fns []hit, rounds, perRound int) ([][]float64, error) {
 				return 0, fmt.Errorf("%s: %w", variants[i], err)
 			}
 		}
-		return float64(time.Since(start).Nanoseconds()) / float64(perRound), nil
+		took := time.Since(start)
+		var err error
+		server[i][r], err = evalshaMicros(ctx, admin)
+		return float64(took.Nanoseconds()) / float64(perRound), err
 	})
+	return ns, server, err
 }
 
 // inTurns measures each of n variants in turn, rounds times, each round
@@ -53,30 +67,23 @@ func inTurns(rounds, n int, measure func(round, variant int) (float64, error)) (
 	return figs, nil
 }
 
-// serverTimes runs perRound hits of each variant alone and returns what
-// each call cost Redis itself, which bounds the hits per second of one
-// hot key, and the Go allocations of each hit.
-func serverTimes(admin *redis.Client, fns []hit, perRound int) (server, allocs []float64, err error) {
+// allocsPerHit returns the Go allocations of one hit of each variant, in
+// the mean over n hits.
+func allocsPerHit(fns []hit, n int) ([]float64, error) {
 	ctx := context.Background()
-	server, allocs = make([]float64, len(fns)), make([]float64, len(fns))
+	allocs := make([]float64, len(fns))
 	for i, f := range fns {
-		if err := admin.ConfigResetStat(ctx).Err(); err != nil {
-			return nil, nil, err
-		}
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		for range perRound {
-			if err := f(ctx, fmt.Sprintf("srv:%d", i)); err != nil {
-				return nil, nil, err
+		for range n {
+			if err := f(ctx, fmt.Sprintf("allocs:%d", i)); err != nil {
+				return nil, err
 			}
 		}
 		runtime.ReadMemStats(&after)
-		allocs[i] = float64(after.Mallocs-before.Mallocs) / float64(perRound)
-		if server[i], err = evalshaMicros(ctx, admin); err != nil {
-			return nil, nil, err
-		}
+		allocs[i] = float64(after.Mallocs-before.Mallocs) / float64(n)
 	}
-	return server, allocs, nil
+	return allocs, nil
 }
 
 // contention runs procs processes of each variant on one key, in turns,

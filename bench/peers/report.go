@@ -16,7 +16,7 @@ func (res results) table(w io.Writer, procs int) {
 	floor, ours := median(res.perHit[evalsha]), median(res.hps[ratelabFixed])
 	for i, v := range variants {
 		fmt.Fprintf(w, "| %s | %.1f µs | %.2f × | %.1f µs | %.0f | %.0f | %.2f × |\n", v, median(res.perHit[i])/1000, median(res.perHit[i])/floor,
-			res.server[i], res.allocs[i], median(res.hps[i]), median(res.hps[i])/ours)
+			median(res.server[i]), res.allocs[i], median(res.hps[i]), median(res.hps[i])/ours)
 	}
 }
 
@@ -78,8 +78,11 @@ func report(outPath string, res results, rounds, perRound, procs, hits, repeats 
 	}
 	res.table(w, procs)
 	if outPath != "" {
-		fmt.Fprintf(w, "\nRedis's own time per call is `usec_per_call` of EVALSHA in `INFO commandstats`, over %d hits of each variant alone: the script's cost to the server, which one hot key cannot go faster than. Go allocations per hit are the client's (go-redis's included), over the same hits.\n\n", perRound)
-		fmt.Fprintf(w, "## Targets\n\nEach ratio is the median of the ratios of the same round (or contention run); the spread is their least and greatest.\n\n")
+		fmt.Fprintf(w, "\nRedis's own time per call is `usec_per_call` of EVALSHA in `INFO commandstats`, read after each round of each variant, median: the script's cost to the server, which one hot key cannot go faster than. Go allocations per hit are the client's (go-redis's included), the mean over %d more hits of each variant.\n\n", perRound)
+		fmt.Fprintf(w, "## Targets\n\nEach ratio is the median of the ratios of the same round (or contention run); the spread is their least and greatest. A spread that straddles the bound says the machine's load, not the code, decides the verdict.\n\n")
+	}
+	if outPath != "" {
+		defer fmt.Fprint(w, whereTheTimeGoes)
 	}
 	for _, t := range targets {
 		line := t.judge(res)
@@ -90,3 +93,20 @@ func report(outPath string, res results, rounds, perRound, procs, hits, repeats 
 	}
 	return nil
 }
+
+// whereTheTimeGoes ends the report: what the figures can and cannot say.
+const whereTheTimeGoes = `
+## Where the time goes
+
+A hit in one process is the client's work (go-redis's own per call: its
+pool's health check, the command's arguments, the reply), one loopback
+round trip, and Redis's own time. Under contention the processes share
+only Redis's single thread, so the contention figures follow Redis's own
+time per call. ulule/limiter keeps a bare counter string whose TTL is the
+window (INCRBY, then PTTL: the integer encoding Redis increments
+fastest); redis_store keeps a hash of count and reset_at that the
+caller's clock judges, and checks on every hit that a rule wrote it
+(HMGET, then HINCRBY), so its script costs Redis more per hit, by design.
+go-redis/redis_rate asks Redis for TIME, then GET and SET; redis_store's
+GCRA reads a hash, then writes it and its expiry.
+`
