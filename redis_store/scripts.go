@@ -153,17 +153,17 @@ var (
 
 // fixedWindow is the state step of algorithm.Fixed.Take, kept as small as
 // it can be, because one hot key goes no faster than Redis runs it: the
-// client passes three numbers (ARGV, see fixedArgs: now and the window,
-// in Unix seconds, and the limit when refused hits are not to be counted,
-// else 0), the script derives the bounds as algorithm.BoundsOf does, and
-// the client decides from the {count, reset_at} it gets back. A hit
+// client passes two numbers (ARGV, see fixedArgs: now and the window, in
+// Unix seconds) and a third, the limit, only when refused hits are not to
+// be counted; the script derives the bounds as algorithm.BoundsOf does,
+// and the client decides from the {count, reset_at} it gets back. A hit
 // inside a live window is one HMGET and one HINCRBY, which refuses a
 // count that is not a decimal integer; anything else — a new window, a
 // count that saturates, a conflict, a state no rule wrote — takes the
 // slower path after it. {-1, reset_at}: another rule's window; {1,
 // reset_at, cause}: the state was replaced by a fresh window.
 var fixedWindow = redis.NewScript(`
-local rpcall, key, ignoreAt = redis.pcall, KEYS[1], ARGV[3]
+local rpcall, key, ignoreAt = redis.pcall, KEYS[1], ARGV[3] or '0'
 local t, w = tonumber(ARGV[1]), tonumber(ARGV[2])
 local live = t + w + ` + maxSkewSeconds + ` -- the latest reset_at of this rule's own window
 local st = rpcall('HMGET', key, 'reset_at', 'count')

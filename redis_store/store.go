@@ -239,16 +239,15 @@ func (s *Store) takeFixed(ctx context.Context, rkey string, r ratelab.Rule, now 
 }
 
 // fixedArgs are the fixed-window script's arguments for a hit of r at
-// now: now and the window, in Unix seconds, and the count at which a hit
-// is refused uncounted (0: every hit counts). Three numbers, because each
-// argument costs Redis time on every hit, and the script derives the
-// rest.
+// now: now and the window, in Unix seconds, and, only when refused hits
+// are not counted, the count at which a hit is refused uncounted. Two
+// numbers as a rule, because each argument costs Redis time on every
+// hit, and the script derives the rest.
 func fixedArgs(r ratelab.Rule, now time.Time) []any {
-	var ignoreAt int64
 	if r.Refusals == ratelab.IgnoreRefusals {
-		ignoreAt = r.Limit
+		return []any{now.Unix(), int64(r.Window / time.Second), r.Limit}
 	}
-	return []any{now.Unix(), int64(r.Window / time.Second), ignoreAt}
+	return []any{now.Unix(), int64(r.Window / time.Second)}
 }
 
 // replaced logs that the script replaced the state at rkey, for cause.

@@ -114,6 +114,32 @@ func TestFixedWindowExpiresAfterItsSkew(t *testing.T) {
 	assert.True(t, got > want-2*time.Second && got <= want, "PTTL %v, want about %v", got, want)
 }
 
+// A fixed window that does not count refused hits stops its count at the
+// limit: the refused hits leave the state as it was. One that counts them
+// counts every hit. The decisions are the same either way.
+func TestFixedWindowRefusalsCountedOrNot(t *testing.T) {
+	srv := redisserver.ForTest(t)
+	s := newStore(t, srv, redisstore.Options{})
+	c := srv.Client()
+	defer c.Close()
+	for _, tt := range []struct {
+		refusals ratelab.Refusals
+		want     int64
+	}{
+		{ratelab.CountRefusals, 6},
+		{ratelab.IgnoreRefusals, 3},
+	} {
+		r := ratelab.Rule{Name: fmt.Sprint("refusals-", tt.refusals), Limit: 3, Window: time.Minute, Refusals: tt.refusals}
+		for i := range 6 {
+			d := storetest.Take(t, s, r, storetest.Key, t0)
+			assert.Equal(t, i < 3, d.Allowed, "%s: hit %d", tt.refusals, i+1)
+		}
+		got, err := c.HGet(context.Background(), s.Key(r, storetest.Key), "count").Int64()
+		require.NoError(t, err)
+		assert.Equal(t, tt.want, got, "%s: the stored count", tt.refusals)
+	}
+}
+
 // Every algorithm's key carries its name, and every state an expiry.
 func TestEveryAlgorithmHasAKeyWithAnExpiry(t *testing.T) {
 	srv := redisserver.ForTest(t)
