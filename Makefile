@@ -106,7 +106,7 @@ serve-fixed: bin/ratelab
 bench: bin/ratelab
 	bin/ratelab bench -o docs/performance.md
 
-## bench-peers: redis_store beside go-redis/redis_rate and ulule/limiter (a module of its own)
+## bench-peers: redis_store beside go-redis/redis_rate and ulule/limiter (a module of its own), each target met or not met, to docs/performance-redis.md
 bench-peers:
 	cd bench/peers && $(GO) run . -o ../../docs/performance-redis.md
 

@@ -31,6 +31,10 @@ func TestWhatPackagesLink(t *testing.T) {
 		// The stores import the contract and the steps, never a lesson.
 		{"./fixed_filestore", "github.com/ratelab/ratelab/harness"},
 		{"./redis_store", "github.com/ratelab/ratelab/harness"},
+		// The Redis store exports the store alone: its lessons, their
+		// charts and their claims live in beyond_one_host.
+		{"./redis_store", "github.com/ratelab/ratelab/internal/barchart"},
+		{"./redis_store", "github.com/ratelab/ratelab/internal/claim"},
 	}
 	for _, tt := range tests {
 		out, err := exec.Command("go", "list", "-deps", tt.pkg).Output()

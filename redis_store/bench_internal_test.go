@@ -13,8 +13,8 @@ import (
 
 // BenchmarkTakeRatios runs, in turns in one loop, a trivial EVALSHA (the
 // least any script costs), the fixed-window script alone, and a whole
-// Take, against a private redis-server on loopback. The target is
-// take/evalsha ≤ 1.1.
+// Take, against a private redis-server on loopback. Issue #23's target is
+// take/evalsha ≤ 1.2; `make bench-peers` judges it beside the peers.
 func BenchmarkTakeRatios(b *testing.B) {
 	if !redisserver.Available() {
 		b.Skip("redis-server not found: install it with " + redisserver.InstallHint)

@@ -34,43 +34,56 @@ import (
 // asks the sentinels for the current primary and follows a failover.
 func NewClient(url string, timeout time.Duration) (redis.UniversalClient, error) {
 	timeout = cmp.Or(max(timeout, 0), DefaultTimeout)
-	switch {
-	case isSentinelURL(url):
-		opts, err := redis.ParseFailoverURL(url)
-		if err == nil {
-			err = checkAddrs("tcp", opts.SentinelAddrs...)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("redisstore: %w", redact.Err(err, url))
-		}
-		opts.ContextTimeoutEnabled = true
-		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = timeout, timeout, timeout
-		opts.MaxRetries, opts.DialerRetries = -1, 1
-		return redis.NewFailoverClient(opts), nil
-	case isClusterURL(url):
-		opts, err := redis.ParseClusterURL(url)
-		if err == nil {
-			err = checkAddrs("tcp", opts.Addrs...)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("redisstore: %w", redact.Err(err, url))
-		}
-		opts.ContextTimeoutEnabled = true
-		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = timeout, timeout, timeout
-		opts.MaxRetries, opts.DialerRetries = -1, 1
-		return redis.NewClusterClient(opts), nil
-	}
-	opts, err := redis.ParseURL(url)
+	o, err := parseURL(url)
 	if err == nil {
-		err = checkAddrs(opts.Network, opts.Addr)
+		err = checkAddrs(o.network, o.addrs...)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: %w", redact.Err(err, url))
 	}
-	opts.ContextTimeoutEnabled = true
-	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = timeout, timeout, timeout
-	opts.MaxRetries, opts.DialerRetries = -1, 1
-	return redis.NewClient(opts), nil
+	*o.contextTimeout = true
+	*o.dial, *o.read, *o.write = timeout, timeout, timeout
+	*o.maxRetries, *o.dialerRetries = -1, 1
+	return o.client(), nil
+}
+
+// parsed is a URL parsed into the options of one kind of go-redis
+// client: the addresses to check, the settings every kind has, which
+// NewClient sets, and the constructor of the client.
+type parsed struct {
+	network                   string
+	addrs                     []string
+	contextTimeout            *bool
+	dial, read, write         *time.Duration
+	maxRetries, dialerRetries *int
+	client                    func() redis.UniversalClient
+}
+
+// parseURL parses url as go-redis parses the kind of URL it is: a
+// sentinel's, a cluster's or a single server's.
+func parseURL(url string) (parsed, error) {
+	switch {
+	case isSentinelURL(url):
+		o, err := redis.ParseFailoverURL(url)
+		if err != nil {
+			return parsed{}, err
+		}
+		return parsed{"tcp", o.SentinelAddrs, &o.ContextTimeoutEnabled, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout,
+			&o.MaxRetries, &o.DialerRetries, func() redis.UniversalClient { return redis.NewFailoverClient(o) }}, nil
+	case isClusterURL(url):
+		o, err := redis.ParseClusterURL(url)
+		if err != nil {
+			return parsed{}, err
+		}
+		return parsed{"tcp", o.Addrs, &o.ContextTimeoutEnabled, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout,
+			&o.MaxRetries, &o.DialerRetries, func() redis.UniversalClient { return redis.NewClusterClient(o) }}, nil
+	}
+	o, err := redis.ParseURL(url)
+	if err != nil {
+		return parsed{}, err
+	}
+	return parsed{o.Network, []string{o.Addr}, &o.ContextTimeoutEnabled, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout,
+		&o.MaxRetries, &o.DialerRetries, func() redis.UniversalClient { return redis.NewClient(o) }}, nil
 }
 
 // isSentinelURL reports whether url names Sentinels (master_name=).

@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -33,6 +34,38 @@ func TestNewClientDialsOnceAndNeverRetries(t *testing.T) {
 		}
 		assert.LessOrEqual(t, retries, 0, "%s: MaxRetries (-1 is kept as 0: none)", url)
 		assert.Equal(t, 1, dials, "%s: DialerRetries", url)
+		c.Close()
+	}
+}
+
+// Every kind of client gets the limiter's timeout on dials, reads and
+// writes, and takes the context's deadline for every command.
+func TestNewClientTimesEveryKindOut(t *testing.T) {
+	type settings struct {
+		contextTimeout     bool
+		dial, read, write  time.Duration
+		network, firstAddr string
+	}
+	const timeout = 300 * time.Millisecond
+	for _, tt := range []struct{ url, network, addr string }{
+		{"redis://127.0.0.1:6379/0", "tcp", "127.0.0.1:6379"},
+		{"unix:///tmp/ratelab-test.sock", "unix", "/tmp/ratelab-test.sock"},
+		{"redis://127.0.0.1:7000?addr=127.0.0.1:7001", "", "127.0.0.1:7000"},
+		{"redis://127.0.0.1:26379/0?master_name=mymaster", "tcp", "FailoverClient"},
+	} {
+		c, err := redisstore.NewClient(tt.url, timeout)
+		require.NoError(t, err, tt.url)
+		var got settings
+		switch c := c.(type) {
+		case *redis.Client:
+			o := c.Options()
+			got = settings{o.ContextTimeoutEnabled, o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.Network, o.Addr}
+		case *redis.ClusterClient:
+			o := c.Options()
+			got = settings{o.ContextTimeoutEnabled, o.DialTimeout, o.ReadTimeout, o.WriteTimeout, "", o.Addrs[0]}
+		}
+		want := settings{true, timeout, timeout, timeout, tt.network, tt.addr}
+		assert.Equal(t, want, got, tt.url)
 		c.Close()
 	}
 }

@@ -191,6 +191,10 @@ func hostileGCRA() []hostileCase {
 		{"tat 500 years ahead", gcra3, hash("window", 60, "tat", ms+years500*1000)},
 		{"tat 100000 s ahead of an hour's", gcra3, hash("window", 3600, "tat", ms+100000*1000)},
 		{"tat past three windows and MaxSkew", gcra3, hash("window", 60, "tat", ms+(3*60*1000+ratelab.MaxSkew.Milliseconds())+1)},
+		// Decimal integers as tonumber reads them, not as the script writes them.
+		{"tat with a leading zero", gcra3, hash("window", 60, "tat", "0"+fmt.Sprint(ms))},
+		{"tat in hexadecimal", gcra3, hash("window", 60, "tat", fmt.Sprintf("0x%x", ms))},
+		{"window with a leading space", gcra3, hash("window", " 60", "tat", ms)},
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/algorithm"
 )
 
 // The four steps of package algorithm as Redis scripts, one per hit: each
@@ -16,8 +17,7 @@ import (
 // state without an expiry. Each takes
 //
 //	KEYS[1] the state's key
-//	ARGV    now (Unix ms), window (s), limit, burst, MaxSkew (s), 1 if refused hits count,
-//	        the largest encoding of a state (algorithm.MaxStateSize)
+//	ARGV    now (Unix ms), window (s), limit, burst, 1 if refused hits count
 //
 // and returns {0, allowed, remaining, retry_after_ms, reset_after_ms}, or
 // {1, detail} when the state belongs to another rule of the same name
@@ -34,14 +34,26 @@ import (
 // deleted and the hit taken on a fresh state, and the reply gains one
 // element, the cause (see causes): never a script error, which would fail
 // every hit of the key until it expired, and it might never expire.
-var prelude = `
+var prelude = locals + checks
+
+// locals are what every state script reads first: its arguments and
+// bounds, cheap to set up on every hit.
+var locals = `
 local tn, call, rpcall = tonumber, redis.call, redis.pcall
-local nowms, w, limit, burst, skew = tn(ARGV[1]), tn(ARGV[2]), tn(ARGV[3]), tn(ARGV[4]), tn(ARGV[5])
-local countRefused = ARGV[6] == '1'
+local nowms, w, limit, burst, skew = tn(ARGV[1]), tn(ARGV[2]), tn(ARGV[3]), tn(ARGV[4]), ` + maxSkewSeconds + `
+local countRefused = ARGV[5] == '1'
 local t = (nowms - nowms % 1000) / 1000
 local function int(x) return string.format('%d', x) end
 local maxWindow, maxUnix, maxStateUnix = ` + maxWindowSeconds + `, ` + maxUnix + `, ` + maxStateUnix + `
 local cause
+`
+
+// checks define the functions that read a state with every check and
+// replace one no rule wrote. Lua creates a function anew each time its
+// definition runs, which costs Redis time on every hit: a script whose
+// common case needs none of them can run them only when it does not
+// hold (see gcra).
+var checks = `
 -- corrupt deletes the state, for the reason code, and returns nil: the state is then absent.
 local function corrupt(code) cause = code; call('DEL', KEYS[1]) end
 ` + natLua + `
@@ -66,8 +78,12 @@ local function validWindow(x) return x >= 1 and x <= maxWindow end
 
 // stateScript is a script of the prelude, defs and body, the body being a
 // function's: its reply gains the cause when the state was replaced.
-func stateScript(defs, body string) *redis.Script {
-	return redis.NewScript(prelude + defs + "local function step()\n" + body + `
+func stateScript(defs, body string) *redis.Script { return stepScript(prelude+defs, body) }
+
+// stepScript is a script of head and body, the body being a function's:
+// its reply gains the cause when the state was replaced.
+func stepScript(head, body string) *redis.Script {
+	return redis.NewScript(head + "local function step()\n" + body + `
 end
 local r = step()
 if cause then r[#r + 1] = cause end
@@ -120,11 +136,14 @@ local wrongType, missing, notInteger, outOfRange, tooFar, notJSON, outOfOrder, t
 `, causeWrongType, causeMissing, causeNotInteger, causeRange, causeTooFar, causeNotJSON, causeOrder, causeTooLarge)
 
 // The bounds of package algorithm's Decode functions: the longest window
-// (seconds), the end of the instants a hit may carry (the year 3000, in
-// Unix seconds; a state's instants reach up to two windows past it), the
-// most instants a log holds.
+// and MaxSkew (seconds), the end of the instants a hit may carry (the
+// year 3000, in Unix seconds; a state's instants reach up to two windows
+// past it), the most instants a log holds and the largest encoding of one
+// (algorithm.MaxStateSize).
 var (
 	maxWindowSeconds = strconv.FormatInt(int64(ratelab.MaxWindow/time.Second), 10)
+	maxSkewSeconds   = strconv.FormatInt(int64(ratelab.MaxSkew/time.Second), 10)
+	maxLogSize       = strconv.Itoa(algorithm.MaxStateSize(ratelab.Rule{Algorithm: ratelab.SlidingLog}))
 	maxUnix          = "32503680000" // 3000-01-01T00:00:00Z
 	maxStateUnix     = "32566924800" // maxUnix + 2 × MaxWindow
 	maxLogLimit      = strconv.Itoa(ratelab.MaxLogLimit)
@@ -134,23 +153,25 @@ var (
 
 // fixedWindow is the state step of algorithm.Fixed.Take, kept as small as
 // it can be, because one hot key goes no faster than Redis runs it: the
-// client passes the instants ready-made (ARGV, see fixedArgs: now, the
-// latest reset_at that is still this rule's, a new window's reset_at and
-// its expiry, the limit when refused hits are not to be counted, else 0,
-// and the latest reset_at any rule writes) and decides from the {count,
-// reset_at} it gets back. A hit inside a live window is one HMGET and one
-// HINCRBY, which refuses a count that is not a decimal integer; anything
-// else — a new window, a count that saturates, a conflict, a state no rule
-// wrote — takes the slower path after it. {-1, reset_at}: another rule's
-// window; {1, reset_at, cause}: the state was replaced by a fresh window.
+// client passes two numbers (ARGV, see fixedArgs: now and the window, in
+// Unix seconds) and a third, the limit, only when refused hits are not to
+// be counted; the script derives the bounds as algorithm.BoundsOf does,
+// and the client decides from the {count, reset_at} it gets back. A hit
+// inside a live window is one HMGET and one HINCRBY, which refuses a
+// count that is not a decimal integer; anything else — a new window, a
+// count that saturates, a conflict, a state no rule wrote — takes the
+// slower path after it. {-1, reset_at}: another rule's window; {1,
+// reset_at, cause}: the state was replaced by a fresh window.
 var fixedWindow = redis.NewScript(`
-local rpcall, key = redis.pcall, KEYS[1]
+local rpcall, key, ignoreAt = redis.pcall, KEYS[1], ARGV[3] or '0'
+local t, w = tonumber(ARGV[1]), tonumber(ARGV[2])
+local live = t + w + ` + maxSkewSeconds + ` -- the latest reset_at of this rule's own window
 local st = rpcall('HMGET', key, 'reset_at', 'count')
 local reset = tonumber(st[1])
-if reset and reset > tonumber(ARGV[1]) and reset <= tonumber(ARGV[2]) and st[2] and st[1]:find('^[1-9]%d*$') then
-  if ARGV[5] ~= '0' then -- refusals not counted: a hit at the limit changes nothing
+if reset and reset > t and reset <= live and st[2] and st[1]:find('^[1-9]%d*$') then
+  if ignoreAt ~= '0' then -- refusals not counted: a hit at the limit changes nothing
     local c = tonumber(st[2])
-    if c and c >= tonumber(ARGV[5]) and st[2]:find('^[1-9]%d*$') and #st[2] < 19 then return {math.min(c, 1099511627776) + 1, reset} end
+    if c and c >= tonumber(ignoreAt) and st[2]:find('^[1-9]%d*$') and #st[2] < 19 then return {math.min(c, 1099511627776) + 1, reset} end
   end
   local count = rpcall('HINCRBY', key, 'count', 1)
   if type(count) == 'number' and count >= 1 and count <= 1099511627776 then return {count, reset} end
@@ -164,19 +185,19 @@ elseif st[1] or st[2] then
   elseif not r then cause = notNat(st[1])
   elseif not c then cause = notNat(st[2])
   elseif r == 0 then cause = outOfRange
-  elseif r > tonumber(ARGV[6]) then cause = tooFar
-  elseif r > tonumber(ARGV[2]) then return {-1, r}
-  elseif r > tonumber(ARGV[1]) then -- a live window, at a count HINCRBY cannot take or past 2^40
-    if ARGV[5] ~= '0' and c >= tonumber(ARGV[5]) then return {math.min(c, 1099511627776) + 1, r} end
+  elseif r > t + ` + maxWindowSeconds + ` + ` + maxSkewSeconds + ` then cause = tooFar -- later than any rule writes
+  elseif r > live then return {-1, r}
+  elseif r > t then -- a live window, at a count HINCRBY cannot take or past 2^40
+    if ignoreAt ~= '0' and c >= tonumber(ignoreAt) then return {math.min(c, 1099511627776) + 1, r} end
     c = math.min(c, 1099511627775) + 1 -- saturates, as Take does
     call('HSET', key, 'count', string.format('%d', c))
     return {c, r}
   end
 end
 if cause then call('DEL', key) end
-call('HSET', key, 'count', 1, 'reset_at', ARGV[3])
-call('EXPIRE', key, ARGV[4])
-return {1, tonumber(ARGV[3]), cause}
+call('HSET', key, 'count', 1, 'reset_at', string.format('%d', t + w))
+call('EXPIRE', key, string.format('%d', live - t + 1))
+return {1, t + w, cause}
 `)
 
 // !-fixedscript
@@ -255,7 +276,7 @@ local function readLog()
   local raw = rpcall('GET', KEYS[1])
   if type(raw) == 'table' then return 0, {}, corrupt(wrongType) end
   if not raw or raw == '' then return 0, {} end
-  if #raw > tn(ARGV[7]) then return 0, {}, corrupt(tooLarge) end
+  if #raw > ` + maxLogSize + ` then return 0, {}, corrupt(tooLarge) end
   local ok, o = pcall(cjson.decode, raw)
   if not ok or type(o) ~= 'table' or type(o.window) ~= 'number' or type(o.ts) ~= 'table' then return 0, {}, corrupt(notJSON) end
   local ts, n = o.ts, 0
@@ -274,13 +295,26 @@ local function readLog()
 end
 `
 
-// gcra is algorithm.GCRAState.Take.
-var gcra = stateScript("", `
+// gcra is algorithm.GCRAState.Take. A hit on a state this rule wrote —
+// both fields decimal integers as the script writes them, in range — is
+// read without the checks; any other state is read again with every
+// check, and replaced if no rule could have written it.
+var gcra = stepScript(locals+`
 local sw, tat = 0, 0
-local v = readHash('window', 'tat')
-if v and (not validWindow(v[1]) or v[2] >= maxStateUnix * 1000) then v = corrupt(outOfRange) end
-if v and v[2] - nowms > (3 * v[1] + skew) * 1000 then v = corrupt(tooFar) end
-if v then sw, tat = v[1], v[2] end
+local st = rpcall('HMGET', KEYS[1], 'window', 'tat')
+local a, b = st[1], st[2]
+if not st.err and a and b and #a < 19 and #b < 19 and a:find('^[1-9]%d*$') and b:find('^[1-9]%d*$') then
+  sw, tat = tn(a), tn(b)
+end
+if (st.err or a or b) and not (sw >= 1 and sw <= maxWindow and tat < maxStateUnix * 1000 and tat - nowms <= (3 * sw + skew) * 1000) then
+  sw, tat = 0, 0
+`+checks+`
+  local v = readHash('window', 'tat')
+  if v and (not validWindow(v[1]) or v[2] >= maxStateUnix * 1000) then v = corrupt(outOfRange) end
+  if v and v[2] - nowms > (3 * v[1] + skew) * 1000 then v = corrupt(tooFar) end
+  if v then sw, tat = v[1], v[2] end
+end
+`, `
 if sw ~= 0 and sw ~= w then return {1, sw} end
 local interval = math.floor((w * 1000 + limit - 1) / limit)
 tat = math.max(tat, nowms)

@@ -5,9 +5,10 @@
 // Every hit is one server-side script, so the read, the update and the
 // expiry happen together: no other client runs in between, and a crash
 // of the client cannot leave a counter without an expiry (the mistake
-// [IncrThenExpire] demonstrates). Each algorithm's script is the step of
-// package algorithm that the memory and file stores run, written in Lua,
-// and a shared table of instants holds them to the same decisions. The
+// package beyondonehost demonstrates). Each algorithm's script is the
+// step of package algorithm that the memory and file stores run, written
+// in Lua, and a shared table of instants holds them to the same
+// decisions. The
 // caller's clock decides (so tests and demos inject time as everywhere
 // else in ratelab), and the key's TTL only cleans up.
 //
@@ -20,9 +21,12 @@ package redisstore
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -121,8 +125,23 @@ func New(client redis.Cmdable, opts Options) (*Store, error) {
 // Key returns the Redis key holding the state of key under r: the prefix,
 // the algorithm and the digest of the rule's state key, as in
 // "ratelab:fixed:<hex sha256("demo-start:ip:203.0.113.7")>".
-func (s *Store) Key(r ratelab.Rule, key string) string {
-	return s.prefix + string(r.Normalized().Algorithm) + ":" + ratelab.KeyDigest(r.StateKey(key))
+func (s *Store) Key(r ratelab.Rule, key string) string { return s.key(r.Normalized(), key) }
+
+// key is Key for r as Rules.Admit returns it, built in one allocation:
+// the digest of ratelab.KeyDigest(r.StateKey(key)), hashed from a buffer
+// on the stack when the state key fits, hex-encoded in place.
+func (s *Store) key(r ratelab.Rule, key string) string {
+	var in [128]byte
+	sum := sha256.Sum256(append(append(append(in[:0], r.Name...), ':'), key...))
+	var hx [2 * sha256.Size]byte
+	hex.Encode(hx[:], sum[:])
+	var b strings.Builder
+	b.Grow(len(s.prefix) + len(r.Algorithm) + 1 + len(hx))
+	b.WriteString(s.prefix)
+	b.WriteString(string(r.Algorithm))
+	b.WriteByte(':')
+	b.Write(hx[:])
+	return b.String()
 }
 
 var scripts = map[ratelab.Algorithm]*redis.Script{
@@ -151,7 +170,7 @@ func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time
 	if err != nil {
 		return ratelab.Decision{}, err
 	}
-	rkey := s.Key(r, key)
+	rkey := s.key(r, key)
 	d, err := s.take(ctx, rkey, r, now)
 	switch {
 	case err == nil:
@@ -177,12 +196,11 @@ func (s *Store) take(ctx context.Context, rkey string, r ratelab.Rule, now time.
 	if r.Algorithm == ratelab.FixedWindow {
 		return s.takeFixed(ctx, rkey, r, now)
 	}
-	w, skew := int64(r.Window/time.Second), int64(ratelab.MaxSkew/time.Second)
 	countRefused := 0
 	if r.Refusals == ratelab.CountRefusals {
 		countRefused = 1
 	}
-	vals, err := s.run(ctx, scripts[r.Algorithm], rkey, now.UnixMilli(), w, r.Limit, r.Burst, skew, countRefused, algorithm.MaxStateSize(r))
+	vals, err := s.run(ctx, scripts[r.Algorithm], rkey, now.UnixMilli(), int64(r.Window/time.Second), r.Limit, r.Burst, countRefused)
 	switch {
 	case err != nil:
 		return ratelab.Decision{}, err
@@ -220,19 +238,16 @@ func (s *Store) takeFixed(ctx context.Context, rkey string, r ratelab.Rule, now 
 	return algorithm.FixedDecision(r, vals[0], vals[1], now), nil
 }
 
-// fixedArgs are the fixed-window script's arguments for a hit of r at now,
-// in Unix seconds: now; the latest reset_at of r's own window (a new
-// window's, plus MaxSkew); a new window's reset_at; its expiry, in
-// seconds from now; the count at which a hit is refused uncounted (0:
-// every hit counts); and the latest reset_at any rule writes, MaxWindow
-// and MaxSkew from now — a window ending later is corrupt.
+// fixedArgs are the fixed-window script's arguments for a hit of r at
+// now: now and the window, in Unix seconds, and, only when refused hits
+// are not counted, the count at which a hit is refused uncounted. Two
+// numbers as a rule, because each argument costs Redis time on every
+// hit, and the script derives the rest.
 func fixedArgs(r ratelab.Rule, now time.Time) []any {
-	b := algorithm.BoundsOf(r, now)
-	var ignoreAt int64
 	if r.Refusals == ratelab.IgnoreRefusals {
-		ignoreAt = r.Limit
+		return []any{now.Unix(), int64(r.Window / time.Second), r.Limit}
 	}
-	return []any{b.T, b.Live, b.Fresh, b.Live - b.T + 1, ignoreAt, b.MaxReset}
+	return []any{now.Unix(), int64(r.Window / time.Second)}
 }
 
 // replaced logs that the script replaced the state at rkey, for cause.

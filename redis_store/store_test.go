@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab"
-	"github.com/ratelab/ratelab/internal/barchart"
 	"github.com/ratelab/ratelab/internal/lab/redisserver"
 	"github.com/ratelab/ratelab/internal/lab/storetest"
 	redisstore "github.com/ratelab/ratelab/redis_store"
@@ -99,6 +96,48 @@ func TestFixedWindowTooFarAheadIsAConflict(t *testing.T) {
 	got, err := c.HGet(context.Background(), key, "count").Int64()
 	require.NoError(t, err)
 	assert.Equal(t, int64(7), got, "the other rule's state was touched")
+}
+
+// A fixed window's state outlives the latest hit that can still count in
+// it — one stamped MaxSkew late, at its last second — and not much more:
+// its expiry is the window, MaxSkew and one second, from the hit's clock.
+func TestFixedWindowExpiresAfterItsSkew(t *testing.T) {
+	srv := redisserver.ForTest(t)
+	s := newStore(t, srv, redisstore.Options{})
+	c := srv.Client()
+	defer c.Close()
+	r := ratelab.Rule{Name: "ttl", Limit: 5, Window: time.Minute}
+	storetest.Take(t, s, r, storetest.Key, time.Now())
+	got, err := c.PTTL(context.Background(), s.Key(r, storetest.Key)).Result()
+	require.NoError(t, err)
+	want := r.Window + ratelab.MaxSkew + time.Second
+	assert.True(t, got > want-2*time.Second && got <= want, "PTTL %v, want about %v", got, want)
+}
+
+// A fixed window that does not count refused hits stops its count at the
+// limit: the refused hits leave the state as it was. One that counts them
+// counts every hit. The decisions are the same either way.
+func TestFixedWindowRefusalsCountedOrNot(t *testing.T) {
+	srv := redisserver.ForTest(t)
+	s := newStore(t, srv, redisstore.Options{})
+	c := srv.Client()
+	defer c.Close()
+	for _, tt := range []struct {
+		refusals ratelab.Refusals
+		want     int64
+	}{
+		{ratelab.CountRefusals, 6},
+		{ratelab.IgnoreRefusals, 3},
+	} {
+		r := ratelab.Rule{Name: fmt.Sprint("refusals-", tt.refusals), Limit: 3, Window: time.Minute, Refusals: tt.refusals}
+		for i := range 6 {
+			d := storetest.Take(t, s, r, storetest.Key, t0)
+			assert.Equal(t, i < 3, d.Allowed, "%s: hit %d", tt.refusals, i+1)
+		}
+		got, err := c.HGet(context.Background(), s.Key(r, storetest.Key), "count").Int64()
+		require.NoError(t, err)
+		assert.Equal(t, tt.want, got, "%s: the stored count", tt.refusals)
+	}
 }
 
 // Every algorithm's key carries its name, and every state an expiry.
@@ -224,49 +263,4 @@ func TestNewRejectsBadInput(t *testing.T) {
 	defer c.Close()
 	_, err = redisstore.New(c, redisstore.Options{Timeout: -1})
 	assert.ErrorContains(t, err, "must not be negative")
-}
-
-func TestPitfalls(t *testing.T) {
-	srv := redisserver.ForTest(t)
-	c := srv.Client()
-	defer c.Close()
-	got, err := redisstore.Pitfalls(context.Background(), c)
-	require.NoError(t, err)
-	want := map[string]string{
-		"INCR, crash, then no EXPIRE":    "no expiry: never resets",
-		"count and expiry in one script": "expires",
-		"release by plain DEL":           "2 holders (B and C)",
-		"release checks the token":       "1 holder (B)",
-	}
-	require.Len(t, got, len(want))
-	for _, p := range got {
-		assert.Equal(t, want[p.Case], p.Observed, p.Case)
-		assert.True(t, p.Pass(), p.Case)
-	}
-}
-
-// The failover loses every count the primary acknowledged while the
-// replica lagged: the limit is exceeded by as many. WAIT for the replica,
-// fail-closed, lets no such hit through, and the limit holds.
-func TestFailover(t *testing.T) {
-	if !redisserver.Available() {
-		t.Skip("redis-server not found: install it with " + redisserver.InstallHint)
-	}
-	got, err := redisstore.Failover(context.Background(), func(args ...string) (redisstore.Replicated, error) { return redisserver.StartPair(args...) })
-	require.NoError(t, err)
-	require.Len(t, got, 3)
-	for _, r := range got {
-		c := r.Claim()
-		assert.Equal(t, c.Expected, c.Observed, c.Case)
-	}
-	assert.Equal(t, redisstore.FailoverRun{Mode: redisstore.Asynchronous, Before: 30, After: 30}, got[0])
-	assert.Equal(t, redisstore.FailoverRun{Mode: redisstore.WaitForReplica, Before: 0, After: 30}, got[1])
-	assert.Equal(t, redisstore.FailoverRun{Mode: redisstore.MinReplicasToWrite, Before: 0, After: 30}, got[2])
-
-	// The chapter's figure is this run, drawn.
-	var buf bytes.Buffer
-	require.NoError(t, barchart.Write(&buf, redisstore.FailoverChart(got)))
-	fig, err := os.ReadFile(filepath.Join("..", "docs", "figures", "redis-failover.svg"))
-	require.NoError(t, err, "run make figures")
-	assert.True(t, bytes.Equal(fig, buf.Bytes()), "docs/figures/redis-failover.svg is stale: run make figures")
 }

@@ -8,8 +8,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	beyondonehost "github.com/ratelab/ratelab/beyond_one_host"
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/internal/barchart"
 	"github.com/ratelab/ratelab/internal/claim"
 	"github.com/ratelab/ratelab/internal/lab/bench"
 	"github.com/ratelab/ratelab/internal/lab/redisserver"
@@ -137,8 +139,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 	return exitOK, nil
 }
 
-// cliLogger logs to stderr without timestamps: a command prints a line or
-// two, and its output should read the same every time.
+// cmdRedis runs the chapter "Beyond one host": two hosts behind one
+// front with files and with Redis, then Redis's pitfalls and a failover.
 func cmdRedis(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("redis", stdout)
 	url := f.String("redis", "", "a Redis server to use (default: start a private redis-server)")
@@ -162,26 +164,18 @@ func cmdRedis(args []string, stdout, stderr io.Writer) (int, error) {
 	if app.Now, err = f.atOrZero(); err != nil {
 		return 0, err
 	}
-	if *url == "" {
-		srv, err := redisserver.Start()
-		if err != nil {
-			return 0, err
-		}
-		defer srv.Stop()
-		*url = srv.URL()
-	}
-	client, err := redisstore.NewClient(*url, 2*time.Second)
+	client, closeRedis, err := redisOrPrivate(url)
 	if err != nil {
-		return 0, usagef("%v", err)
+		return 0, err
 	}
-	defer client.Close()
-	ctx := context.Background()
-	reset := func() error { return client.FlushDB(ctx).Err() }
+	defer closeRedis()
 	dir, cleanup, err := scratch("redis")
 	if err != nil {
 		return 0, err
 	}
 	defer cleanup()
+	ctx := context.Background()
+	reset := func() error { return client.FlushDB(ctx).Err() }
 	progress := progressTo(stderr, *stable)
 	rep, err := harness.RedisDemo(ctx, app, f.workers, harness.Workload{Requests: *requests, Concurrency: *conc}, dir, *url, reset, progress)
 	if err != nil {
@@ -191,44 +185,68 @@ func cmdRedis(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := reset(); err != nil {
 		return 0, err
 	}
-	pitfalls, err := redisstore.Pitfalls(ctx, client)
+	lessons, err := redisLessons(ctx, client, stdout, progress)
 	if err != nil {
 		return 0, err
+	}
+	fmt.Fprintln(stdout)
+	return claim.Verdict(stdout, rep.Pass() && lessons, "every row shows what the demo claims"), nil
+}
+
+// redisOrPrivate returns a client of the Redis at *url, or of a private
+// redis-server whose URL it stores in *url when *url is empty, and what
+// closes both.
+func redisOrPrivate(url *string) (redis.UniversalClient, func(), error) {
+	stop := func() {}
+	if *url == "" {
+		srv, err := redisserver.Start()
+		if err != nil {
+			return nil, nil, err
+		}
+		*url, stop = srv.URL(), srv.Stop
+	}
+	client, err := redisstore.NewClient(*url, 2*time.Second)
+	if err != nil {
+		stop()
+		return nil, nil, usagef("%v", err)
+	}
+	return client, func() { client.Close(); stop() }, nil
+}
+
+// redisLessons prints the tables of Redis's pitfalls, on client's server,
+// and of the failover, on private pairs, and reports whether every row
+// showed what it claims.
+func redisLessons(ctx context.Context, client redis.Cmdable, stdout, progress io.Writer) (bool, error) {
+	pitfalls, err := beyondonehost.Pitfalls(ctx, client)
+	if err != nil {
+		return false, err
 	}
 	fmt.Fprintln(stdout)
 	claim.Table(stdout, "Redis pitfall", pitfalls)
 	if progress != nil {
 		fmt.Fprintln(progress, "failover: a private primary and replica, twice …")
 	}
-	runs, err := redisstore.Failover(ctx, startPair)
+	runs, err := beyondonehost.Failover(ctx)
 	if err != nil {
-		return 0, err
+		return false, err
 	}
-	var failover []claim.Claim
+	var failover []beyondonehost.Lesson
 	for _, r := range runs {
-		failover = append(failover, r.Claim())
+		failover = append(failover, r.Lesson())
 	}
-	fmt.Fprintf(stdout, "\nfailover: %d per hour, the replica cut off, the primary killed, the replica promoted\n\n", redisstore.FailoverLimit)
+	fmt.Fprintf(stdout, "\nfailover: %d per hour, the replica cut off, the primary killed, the replica promoted\n\n", beyondonehost.FailoverLimit)
 	claim.Table(stdout, "Redis failover", failover)
-	fmt.Fprintln(stdout)
-	return claim.Verdict(stdout, rep.Pass() && claim.All(pitfalls) && claim.All(failover), "every row shows what the demo claims"), nil
-}
-
-// printHarnessReport prints a harness report; stable leaves out wall times.
-
-// startPair starts a private primary and replica for redisstore.Failover.
-func startPair(primaryArgs ...string) (redisstore.Replicated, error) {
-	return redisserver.StartPair(primaryArgs...)
+	return claim.All(pitfalls) && claim.All(failover), nil
 }
 
 // failoverFigure runs the failover demonstration and writes its chart.
 func failoverFigure(name string) (int, error) {
-	runs, err := redisstore.Failover(context.Background(), startPair)
+	runs, err := beyondonehost.Failover(context.Background())
 	if err != nil {
 		return 0, err
 	}
 	var b bytes.Buffer
-	if err := barchart.Write(&b, redisstore.FailoverChart(runs)); err != nil {
+	if err := beyondonehost.WriteFailoverSVG(&b, runs); err != nil {
 		return 0, err
 	}
 	return exitOK, os.WriteFile(name, b.Bytes(), 0o644)
