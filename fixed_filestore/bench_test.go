@@ -4,7 +4,7 @@ package fixedfilestore_test
 
 import (
 	"context"
-	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,10 +43,10 @@ func BenchmarkTake(b *testing.B) {
 		})
 	}
 	b.Run("syscall-floor", func(b *testing.B) {
-		path := filepath.Join(b.TempDir(), "floor.json")
+		dirfd := floorDir(b)
 		state := algorithm.Fixed{Count: 17, ResetAt: benchNow.Unix() + 3600}.Append(nil)
 		for b.Loop() {
-			if err := floor.SyscallFloor(path, state); err != nil {
+			if err := floor.SyscallFloor(dirfd, "floor.json", state); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -62,13 +62,13 @@ func BenchmarkTake(b *testing.B) {
 func BenchmarkTakeRatios(b *testing.B) {
 	s, now := newBenchStore(b), benchNow
 	rules := benchRules()
-	floorPath := filepath.Join(b.TempDir(), "floor.json")
+	dirfd := floorDir(b)
 	state := algorithm.Fixed{Count: 17, ResetAt: benchNow.Unix() + 3600}.Append(nil)
 	spent := make([]time.Duration, len(rules)+1)
 	for b.Loop() {
 		now = now.Add(bench.Step)
 		t := time.Now()
-		if err := floor.SyscallFloor(floorPath, state); err != nil {
+		if err := floor.SyscallFloor(dirfd, "floor.json", state); err != nil {
 			b.Fatal(err)
 		}
 		for i, r := range rules {
@@ -92,7 +92,7 @@ func BenchmarkTakeRatios(b *testing.B) {
 // store in its own loop.
 func BenchmarkTruncateFirst(b *testing.B) {
 	s := newBenchStore(b)
-	path := filepath.Join(b.TempDir(), "orig.json")
+	dirfd := floorDir(b)
 	state := algorithm.Fixed{Count: 17, ResetAt: benchNow.Unix() + 3600}.Append(nil)
 	var store, orig time.Duration
 	r := benchRules()[0]
@@ -102,10 +102,21 @@ func BenchmarkTruncateFirst(b *testing.B) {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		if err := floor.TruncateFirst(path, state); err != nil {
+		if err := floor.TruncateFirst(dirfd, "orig.json", state); err != nil {
 			b.Fatal(err)
 		}
 		store, orig = store+t1.Sub(t), orig+time.Since(t1)
 	}
 	b.ReportMetric(float64(orig)/float64(store), "truncfirst/store")
+}
+
+// floorDir opens a fresh directory for the floor's files, closed when b
+// ends.
+func floorDir(b *testing.B) int {
+	fd, err := floor.OpenDir(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { syscall.Close(fd) })
+	return fd
 }

@@ -6,12 +6,25 @@
 // on a state file, without parsing or checks.
 package floor
 
-import "syscall"
+import (
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// OpenDir opens the directory the floor's files are named in. Like the
+// store, which holds its state directory open, each hit then opens its
+// file by name relative to the directory, walking one name, not a path.
+// The caller closes the descriptor.
+func OpenDir(dir string) (int, error) {
+	return unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+}
 
 // SyscallFloor is the least any flock-serialised file counter can do:
-// open, flock, pread, pwrite, ftruncate, close.
-func SyscallFloor(path string, state []byte) error {
-	fd, err := openLockRead(path)
+// open (by name, in the directory dirfd), flock, pread, pwrite, ftruncate,
+// close.
+func SyscallFloor(dirfd int, name string, state []byte) error {
+	fd, err := openLockRead(dirfd, name)
 	if err != nil {
 		return err
 	}
@@ -27,8 +40,8 @@ func SyscallFloor(path string, state []byte) error {
 // that had data triggers auto_da_alloc, which allocates the new blocks and
 // queues them for writeback at once, instead of leaving them to delayed
 // allocation.
-func TruncateFirst(path string, state []byte) error {
-	fd, err := openLockRead(path)
+func TruncateFirst(dirfd int, name string, state []byte) error {
+	fd, err := openLockRead(dirfd, name)
 	if err != nil {
 		return err
 	}
@@ -41,10 +54,10 @@ func TruncateFirst(path string, state []byte) error {
 	return err
 }
 
-// openLockRead opens path, takes an exclusive flock(2) and reads the state:
-// the part every counter shares. The caller closes fd.
-func openLockRead(path string) (int, error) {
-	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CREAT|syscall.O_CLOEXEC, 0o600)
+// openLockRead opens name in dirfd, takes an exclusive flock(2) and reads
+// the state: the part every counter shares. The caller closes fd.
+func openLockRead(dirfd int, name string) (int, error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return -1, err
 	}

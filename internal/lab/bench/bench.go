@@ -12,10 +12,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ratelab/ratelab"
@@ -232,14 +232,19 @@ func perHit(o Options) (PerHit, error) {
 	if err != nil {
 		return PerHit{}, err
 	}
+	defer store.Close()
 	var mem brokeninmemory.Store
-	floorPath, origPath := filepath.Join(o.Dir, "floor.json"), filepath.Join(o.Dir, "orig.json")
+	dirfd, err := floor.OpenDir(o.Dir)
+	if err != nil {
+		return PerHit{}, err
+	}
+	defer syscall.Close(dirfd)
 	state := algorithm.Fixed{Count: 17, ResetAt: benchNow().Unix() + 3600}.Append(nil)
 	ctx, rules := context.Background(), Rules()
 	now := benchNow()
 	fns := []func() error{
 		func() error { _, err := mem.TakeAt(ctx, rules[0], "k", now); return err },
-		func() error { now = now.Add(Step); return floor.SyscallFloor(floorPath, state) },
+		func() error { now = now.Add(Step); return floor.SyscallFloor(dirfd, "floor.json", state) },
 	}
 	for _, r := range rules {
 		fns = append(fns, func() error { return writingHit(store.TakeAt(ctx, r, "k", now)) })
@@ -258,7 +263,7 @@ func perHit(o Options) (PerHit, error) {
 	}
 	apart, err := inTurns(o.Rounds, o.PerRound,
 		func() error { _, err := store.TakeAt(ctx, rules[0], "t", now); return err },
-		func() error { return floor.TruncateFirst(origPath, state) },
+		func() error { return floor.TruncateFirst(dirfd, "orig.json", state) },
 	)
 	if err != nil {
 		return PerHit{}, err
