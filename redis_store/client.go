@@ -2,8 +2,10 @@ package redisstore
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	neturl "net/url"
 	"strings"
 	"time"
@@ -20,13 +22,18 @@ import (
 // refused dials are retried — a limiter must answer quickly, not
 // eventually, and a refused connection (nobody listening) is an outage
 // for the fail policy at once, where go-redis would dial five times, 100
-// ms apart.
+// ms apart. (A cluster client retries a command that failed on the
+// network whatever MaxRetries says; the store's scripts tell it not to,
+// as a script whose reply was lost may have run.)
 //
 // A URL with addr parameters names a Redis Cluster, in go-redis's
 // ParseClusterURL form — redis://host1:port1?addr=host2:port2&addr=host3:port3
 // — and gets a cluster client, which follows MOVED and ASK redirects (up
-// to three) while slots move. Every script of the store touches one key,
-// so one hash slot, as a cluster requires.
+// to three) while slots move, and which a Store tells to reload its map
+// of the slots whenever a hit fails on the network: a primary that died
+// is left for its promoted replica within a second or so, where go-redis
+// alone would wait for its periodic reload, once a minute. Every script
+// of the store touches one key, so one hash slot, as a cluster requires.
 //
 // A URL with a master_name parameter names Sentinels, in go-redis's
 // ParseFailoverURL form — redis://sentinel1:26379/0?master_name=mymaster
@@ -45,6 +52,21 @@ func NewClient(url string, timeout time.Duration) (redis.UniversalClient, error)
 	*o.dial, *o.read, *o.write = timeout, timeout, timeout
 	*o.maxRetries, *o.dialerRetries = -1, 1
 	return o.client(), nil
+}
+
+// GoRedisLog writes go-redis's own log lines — a dial that failed, what
+// a sentinel answered — to Logger as warnings, with the store's other
+// records, where go-redis would write them unstructured to standard
+// error. go-redis has one logger for the whole process, not one per
+// client, so the store cannot set it: a program does, once, in main:
+//
+//	redis.SetLogger(redisstore.GoRedisLog{Logger: logger})
+type GoRedisLog struct{ Logger *slog.Logger }
+
+// Printf logs one of go-redis's lines as a warning.
+func (l GoRedisLog) Printf(ctx context.Context, format string, v ...any) {
+	msg := strings.TrimPrefix(fmt.Sprintf(format, v...), "redis: ")
+	l.Logger.WarnContext(ctx, "redisstore: go-redis: "+msg)
 }
 
 // parsed is a URL parsed into the options of one kind of go-redis

@@ -77,6 +77,8 @@ var ErrNotReplicated = errors.New("redisstore: the write was not confirmed by en
 // one Redis.
 type Store struct {
 	rdb     redis.Cmdable
+	proc    processor
+	reload  reloader // nil but for a cluster client
 	fail    *ratelab.Failer
 	timeout time.Duration
 	log     *slog.Logger
@@ -88,14 +90,16 @@ type Store struct {
 	waitTimeout  time.Duration
 }
 
-// New returns a Store using client; build the client with NewClient, or
+// New returns a Store using client, a go-redis client of any kind (plain,
+// failover, cluster); build it with NewClient, or
 // with ContextTimeoutEnabled set, so that Options.Timeout bounds every hit.
 // New does not contact Redis: a Redis that is down when the application
 // starts is a failure of the first hits, handled by the fail policy, not a
 // reason not to start.
 func New(client redis.Cmdable, opts Options) (*Store, error) {
-	if client == nil {
-		return nil, errors.New("redisstore: New needs a client")
+	proc, ok := client.(processor)
+	if !ok { // nil too
+		return nil, fmt.Errorf("redisstore: New needs a client, a go-redis one, not %T", client)
 	}
 	if opts.Timeout < 0 {
 		return nil, fmt.Errorf("redisstore: timeout %v must not be negative", opts.Timeout)
@@ -106,9 +110,10 @@ func New(client redis.Cmdable, opts Options) (*Store, error) {
 	if opts.WaitReplicas > 0 && cmp.Or(opts.WaitTimeout, 100*time.Millisecond) >= cmp.Or(opts.Timeout, DefaultTimeout) {
 		return nil, fmt.Errorf("redisstore: WaitTimeout %v must be shorter than Timeout %v, which bounds the script and the WAIT together", opts.WaitTimeout, opts.Timeout)
 	}
-	s := &Store{rdb: client, timeout: cmp.Or(opts.Timeout, DefaultTimeout), log: opts.Logger,
+	s := &Store{rdb: client, proc: proc, timeout: cmp.Or(opts.Timeout, DefaultTimeout), log: opts.Logger,
 		prefix: cmp.Or(opts.Prefix, "ratelab:"), now: opts.Clock,
 		waitReplicas: opts.WaitReplicas, waitTimeout: cmp.Or(opts.WaitTimeout, 100*time.Millisecond)}
+	s.reload, _ = client.(reloader)
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -265,6 +270,7 @@ func (s *Store) replaced(rkey string, cause int64) {
 // (min-replicas-to-write) is ErrNotReplicated too.
 func (s *Store) run(ctx context.Context, script *redis.Script, key string, args ...any) ([]int64, error) {
 	vals, err := s.runScript(ctx, script, key, args...)
+	s.reloadAfter(ctx, err)
 	if err != nil && redis.HasErrorPrefix(err, "NOREPLICAS") { // min-replicas-to-write: the primary refused the write
 		return nil, fmt.Errorf("%w: %w", ErrNotReplicated, err)
 	}
@@ -273,7 +279,7 @@ func (s *Store) run(ctx context.Context, script *redis.Script, key string, args 
 
 func (s *Store) runScript(ctx context.Context, script *redis.Script, key string, args ...any) ([]int64, error) {
 	if s.waitReplicas == 0 {
-		return script.Run(ctx, s.rdb, []string{key}, args...).Int64Slice()
+		return s.call(ctx, script, key, args...)
 	}
 	for attempt := 0; ; attempt++ {
 		pipe := s.rdb.Pipeline()
