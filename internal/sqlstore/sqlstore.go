@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"regexp"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratelab/ratelab"
@@ -81,6 +82,7 @@ type Base struct {
 	rules     algorithm.Rules
 	fail      *ratelab.Failer
 	tables    Tables
+	answered  atomic.Uint64 // hits the server answered, for Crowded
 }
 
 var prefixRE = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
@@ -189,6 +191,25 @@ func Answered(ctx context.Context, err error) error {
 	return err
 }
 
+// ErrCrowded is the cause of a hit whose time ran out while the server
+// answered other hits of its process: it is there, and busy.
+var ErrCrowded = errors.New("the server answered this process's other hits while this one waited, and its time ran out")
+
+// Crowded returns err, the failure of a hit, as ErrCrowded when the hit's
+// own time ran out (hit ended, the caller's ctx still live) and the server
+// answered other hits of the process meanwhile (othersAnswered). Whether a
+// timeout is an outage or load cannot be told from the hit alone — a
+// stopped server and one too busy to answer in time look the same to it —
+// but a server that answered someone else while the hit waited is up. A
+// hit cut off by a server that stopped answering altogether still follows
+// the fail policy.
+func Crowded(hit, caller context.Context, err error, othersAnswered bool) error {
+	if othersAnswered && hit.Err() != nil && caller.Err() == nil {
+		return fmt.Errorf("%w: %w", ErrCrowded, err)
+	}
+	return err
+}
+
 // ErrLate is the cause of a hit the server reached after its deadline:
 // the statement ran, and changed nothing.
 var ErrLate = errors.New("the server reached the hit after its deadline and did not count it")
@@ -216,6 +237,7 @@ func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.
 	if r.Algorithm == ratelab.FixedWindow {
 		step = fixed
 	}
+	seen := b.answered.Load()
 	d, err := step(tctx, h)
 	for try := 0; err != nil && b.Overloaded != nil && b.Overloaded(err); try++ {
 		b.Log.Debug(b.Pkg+": the server has no free connection: the hit waits its turn", "key", h.Key, "err", err)
@@ -223,6 +245,11 @@ func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.
 			break
 		}
 		d, err = step(tctx, h)
+	}
+	if err == nil || b.busy(err) || errors.Is(err, ratelab.ErrRuleConflict) {
+		b.answered.Add(1)
+	} else {
+		err = Crowded(tctx, ctx, err, b.answered.Load() != seen)
 	}
 	switch {
 	case err == nil:
@@ -239,7 +266,7 @@ func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.
 // busy reports whether err is the server saying it could not take the hit
 // in time: it answered, so it is there, and busy.
 func (b *Base) busy(err error) bool {
-	return errors.Is(err, ErrLate) || errors.Is(err, ErrPoolFull) || errors.Is(err, ErrSlow) || b.Overloaded != nil && b.Overloaded(err) || b.OutOfTime != nil && b.OutOfTime(err)
+	return errors.Is(err, ErrLate) || errors.Is(err, ErrPoolFull) || errors.Is(err, ErrCrowded) || errors.Is(err, ErrSlow) || b.Overloaded != nil && b.Overloaded(err) || b.OutOfTime != nil && b.OutOfTime(err)
 }
 
 // Backoff waits before try number try+1 of what a busy server turned

@@ -58,12 +58,13 @@ func (s *Server) Pause() (resume func() error, err error) {
 }
 
 // stopped reports an error unless every thread of pids is stopped (state
-// T in /proc/PID/task/TID/stat) or gone.
+// T in /proc/PID/task/TID/stat), gone, or a zombie (Z, X): a process that
+// exited and that its stopped parent cannot reap runs nothing either.
 func stopped(pids []int) error {
 	for _, pid := range pids {
 		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
 		for _, st := range tasks {
-			if state, _, ok := procStat(st); ok && state != "T" && state != "t" {
+			if state, _, ok := procStat(st); ok && !strings.Contains("TtZX", state) {
 				return fmt.Errorf("%s is in state %s", st, state)
 			}
 		}
