@@ -97,27 +97,12 @@ func TestClusterCountsExactlyWhileASlotMoves(t *testing.T) {
 // migrateSlot moves slot from the node that holds it to the next one, as
 // redis-cli --cluster reshard does, and returns the new owner's index.
 func migrateSlot(ctx context.Context, cl *redisserver.Cluster, slot int) (int, error) {
-	ids := make([]string, len(cl.Nodes))
-	for i, s := range cl.Nodes {
-		c := s.Client()
-		id, err := c.Do(ctx, "CLUSTER", "MYID").Text()
-		c.Close()
-		if err != nil {
-			return 0, err
-		}
-		ids[i] = id
+	ids, owner, target, err := beginMigration(ctx, cl, slot)
+	if err != nil {
+		return 0, err
 	}
-	owner := slot * len(cl.Nodes) / 16384 // StartCluster splits the slots evenly, in order
-	target := (owner + 1) % len(cl.Nodes)
-	src, dst := cl.Nodes[owner].Client(), cl.Nodes[target].Client()
+	src := cl.Nodes[owner].Client()
 	defer src.Close()
-	defer dst.Close()
-	if err := dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", ids[owner]).Err(); err != nil {
-		return 0, err
-	}
-	if err := src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", ids[target]).Err(); err != nil {
-		return 0, err
-	}
 	host, port, _ := strings.Cut(cl.Nodes[target].Addr, ":")
 	for {
 		keys, err := src.ClusterGetKeysInSlot(ctx, slot, 100).Result()
@@ -144,4 +129,32 @@ func migrateSlot(ctx context.Context, cl *redisserver.Cluster, slot int) (int, e
 		}
 	}
 	return target, nil
+}
+
+// beginMigration marks slot as moving from the node that holds it to the
+// next one (IMPORTING on the target, MIGRATING on the owner) and moves no
+// key: a key the owner does not hold is then answered ASK. It returns the
+// nodes' ids and the two nodes' indexes.
+func beginMigration(ctx context.Context, cl *redisserver.Cluster, slot int) (ids []string, owner, target int, err error) {
+	ids = make([]string, len(cl.Nodes))
+	for i, s := range cl.Nodes {
+		c := s.Client()
+		ids[i], err = c.Do(ctx, "CLUSTER", "MYID").Text()
+		c.Close()
+		if err != nil {
+			return nil, 0, 0, err
+		}
+	}
+	owner = slot * len(cl.Nodes) / 16384 // StartCluster splits the slots evenly, in order
+	target = (owner + 1) % len(cl.Nodes)
+	src, dst := cl.Nodes[owner].Client(), cl.Nodes[target].Client()
+	defer src.Close()
+	defer dst.Close()
+	if err := dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", ids[owner]).Err(); err != nil {
+		return nil, 0, 0, err
+	}
+	if err := src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", ids[target]).Err(); err != nil {
+		return nil, 0, 0, err
+	}
+	return ids, owner, target, nil
 }
