@@ -64,9 +64,9 @@ func commands() []command {
 	return []command{
 		{"demo", "-store memory|file | -outage open|local [-requests] [-limit] [-window] [-workers] [-concurrency] [-at RFC3339] [-stable]",
 			"the endpoint under single, pool and cgi: where 429 appears", cmdDemo},
-		{"serve", "-model cgi|pool|single|two-hosts -store memory|file|redis|mysql|postgres [-addr] [-limit] [-window] [-workers] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed|local] [-redis URL] [-mysql DSN] [-postgres URL] [-trusted-proxies CIDR,…] [-forwarded-header NAME]",
+		{"serve", "-model cgi|pool|single|two-hosts -store memory|file|redis|mysql|postgres [-addr] [-limit] [-window] [-workers] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed|local] [-redis URL] [-redis-wait N] [-redis-wait-timeout] [-redis-allow-eviction] [-mysql DSN] [-postgres URL] [-trusted-proxies CIDR,…] [-forwarded-header NAME]",
 			"serve the endpoint to curl, until Ctrl-C", cmdServe},
-		{"cgi", "-store memory|file|redis|mysql|postgres [-dir DIR] [-redis URL] [-mysql DSN] [-postgres URL] [-limit] [-window] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed|local] [-trusted-proxies CIDR,…] [-forwarded-header NAME]",
+		{"cgi", "-store memory|file|redis|mysql|postgres [-dir DIR] [-redis URL] [-redis-wait N] [-redis-wait-timeout] [-mysql DSN] [-postgres URL] [-limit] [-window] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed|local] [-trusted-proxies CIDR,…] [-forwarded-header NAME]",
 			"the endpoint as a CGI program, for a web server's cgi-bin", cmdCGI},
 		{"hit", "-dir DIR -key KEY [-rule] [-limit] [-window] [-at RFC3339] [-fail open|closed|local] [-wait DURATION] [-algorithm fixed|sliding|log|gcra] [-burst N] [-refusals default|count|ignore]",
 			"take one hit in the file store and print the decision", cmdHit},
