@@ -16,6 +16,7 @@ import (
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/httplimit"
 	"github.com/ratelab/ratelab/internal/childproc"
+	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
 // The harness's child roles.
@@ -139,7 +140,7 @@ func (a App) checkStore() error {
 		if a.RedisURL == "" {
 			return errors.New("harness: the redis store needs a server (-redis redis://127.0.0.1:6379/0)")
 		}
-		return a.redisOptions().Check()
+		return redisstore.Options{WaitReplicas: a.RedisWait, WaitTimeout: a.RedisWaitTimeout}.Check()
 	case "mysql":
 		if a.DSN == "" {
 			return errors.New("harness: the mysql store needs a database (-mysql 'user:password@tcp(127.0.0.1:3306)/ratelab')")

@@ -32,9 +32,8 @@ func (a App) newStore(logger *slog.Logger) (ratelab.Store, func() error, error) 
 		if err != nil {
 			return nil, nil, err
 		}
-		opts := a.redisOptions()
-		opts.FailPolicy, opts.Logger = a.FailPolicy, logger
-		s, err := redisstore.New(c, opts)
+		s, err := redisstore.New(c, redisstore.Options{FailPolicy: a.FailPolicy, Logger: logger,
+			WaitReplicas: a.RedisWait, WaitTimeout: a.RedisWaitTimeout})
 		return s, c.Close, err
 	case "mysql":
 		db, err := mysqlstore.OpenDB(a.DSN, 0, a.Conns)
@@ -53,12 +52,6 @@ func (a App) newStore(logger *slog.Logger) (ratelab.Store, func() error, error) 
 	}
 	// !-store
 	return nil, nil, fmt.Errorf("harness: unknown store %q", a.Store)
-}
-
-// redisOptions are the Redis store's options a sets: those a child and
-// the check at start share.
-func (a App) redisOptions() redisstore.Options {
-	return redisstore.Options{WaitReplicas: a.RedisWait, WaitTimeout: a.RedisWaitTimeout}
 }
 
 // ErrConfig is wrapped by the errors of Prepare and CheckDatabase when the
