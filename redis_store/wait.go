@@ -19,7 +19,8 @@ import (
 // A cluster's key goes to its slot's primary; a MOVED reply (the slot
 // moved: the script did not run) runs it once more on the new owner, an
 // ASK reply (the slot is moving) on the importing node after ASKING. A
-// script the node does not have is loaded there first.
+// script the node does not have is loaded there first. A node that does
+// not answer makes the cluster client read the cluster's map again.
 //
 // A hit the script counted and fewer than WaitReplicas replicas confirmed
 // returns the script's reply and an *unconfirmed error.
@@ -59,6 +60,10 @@ func (s *Store) runWait(ctx context.Context, script *redis.Script, key string, a
 				}
 				continue
 			}
+		}
+		var rerr redis.Error
+		if cluster != nil && !errors.As(err, &rerr) {
+			cluster.ReloadState(ctx) // the node may have been replaced: reread the map, in the background
 		}
 		return nil, err
 	}
