@@ -16,6 +16,7 @@ import (
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/httplimit"
 	"github.com/ratelab/ratelab/internal/childproc"
+	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
 // The harness's child roles.
@@ -47,6 +48,11 @@ type App struct {
 	Store    string // "memory", "file", "redis", "mysql" or "postgres"
 	Dir      string // base directory of the file store
 	RedisURL string // the Redis store's server, redis://host:port/db
+	// RedisWait and RedisWaitTimeout are the Redis store's WaitReplicas
+	// and WaitTimeout: how many replicas must confirm each hit, within how
+	// long (0: the store's 100 ms).
+	RedisWait        int
+	RedisWaitTimeout time.Duration
 	// DSN is the mysql store's go-sql-driver/mysql DSN or the postgres
 	// store's postgres:// URL.
 	DSN string
@@ -134,6 +140,7 @@ func (a App) checkStore() error {
 		if a.RedisURL == "" {
 			return errors.New("harness: the redis store needs a server (-redis redis://127.0.0.1:6379/0)")
 		}
+		return redisstore.Options{WaitReplicas: a.RedisWait, WaitTimeout: a.RedisWaitTimeout}.Check()
 	case "mysql":
 		if a.DSN == "" {
 			return errors.New("harness: the mysql store needs a database (-mysql 'user:password@tcp(127.0.0.1:3306)/ratelab')")
@@ -158,67 +165,6 @@ func (a App) Client() (httplimit.Client, error) {
 	}
 	c := httplimit.Client{TrustedProxies: proxies, Header: a.ForwardedHeader}
 	return c, c.Check()
-}
-
-// env is a's configuration as its children read it (appFromEnv).
-func (a App) env() []string {
-	return []string{
-		"RATELAB_STORE=" + a.Store,
-		"RATELAB_DIR=" + a.Dir,
-		"RATELAB_REDIS=" + a.RedisURL,
-		"RATELAB_DSN=" + a.DSN,
-		"RATELAB_CONNS=" + strconv.Itoa(a.Conns),
-		"RATELAB_PREFIX=" + a.Prefix,
-		"RATELAB_LIMIT=" + strconv.Itoa(a.Limit),
-		"RATELAB_WINDOW=" + a.Window.String(),
-		"RATELAB_FAIL=" + a.FailPolicy.String(),
-		"RATELAB_NOW=" + formatNow(a.Now),
-		"RATELAB_ALGORITHM=" + string(a.Algorithm),
-		"RATELAB_BURST=" + strconv.Itoa(a.Burst),
-		"RATELAB_FRONT_TOKEN=" + a.FrontToken,
-		"RATELAB_TRUSTED_PROXIES=" + a.TrustedProxies,
-		"RATELAB_FORWARDED_HEADER=" + a.ForwardedHeader,
-	}
-}
-
-// appFromEnv reads the configuration a child's parent gave it (env), and
-// checks it: the one check of a child's configuration.
-func appFromEnv() (CheckedApp, error) {
-	a, err := parseEnv()
-	if err != nil {
-		return CheckedApp{}, err
-	}
-	return a.Check()
-}
-
-// parseEnv reads the configuration a child's parent gave it.
-func parseEnv() (App, error) {
-	a := App{Store: os.Getenv("RATELAB_STORE"), Dir: os.Getenv("RATELAB_DIR"), RedisURL: os.Getenv("RATELAB_REDIS"),
-		DSN: os.Getenv("RATELAB_DSN"), FrontToken: os.Getenv("RATELAB_FRONT_TOKEN"), Prefix: os.Getenv("RATELAB_PREFIX"),
-		TrustedProxies: os.Getenv("RATELAB_TRUSTED_PROXIES"), ForwardedHeader: os.Getenv("RATELAB_FORWARDED_HEADER")}
-	var err error
-	if a.Limit, err = strconv.Atoi(os.Getenv("RATELAB_LIMIT")); err != nil {
-		return a, fmt.Errorf("RATELAB_LIMIT: %w", err)
-	}
-	if a.Window, err = time.ParseDuration(os.Getenv("RATELAB_WINDOW")); err != nil {
-		return a, fmt.Errorf("RATELAB_WINDOW: %w", err)
-	}
-	if a.FailPolicy, err = ratelab.ParseFailPolicy(os.Getenv("RATELAB_FAIL")); err != nil {
-		return a, err
-	}
-	a.Algorithm = ratelab.Algorithm(os.Getenv("RATELAB_ALGORITHM"))
-	if a.Burst, err = strconv.Atoi(os.Getenv("RATELAB_BURST")); err != nil {
-		return a, fmt.Errorf("RATELAB_BURST: %w", err)
-	}
-	if a.Conns, err = strconv.Atoi(os.Getenv("RATELAB_CONNS")); err != nil {
-		return a, fmt.Errorf("RATELAB_CONNS: %w", err)
-	}
-	if v := os.Getenv("RATELAB_NOW"); v != "" {
-		if a.Now, err = time.Parse(time.RFC3339Nano, v); err != nil {
-			return a, fmt.Errorf("RATELAB_NOW: %w", err)
-		}
-	}
-	return a, nil
 }
 
 // Handler builds the endpoint with a store of its own. Called once per
@@ -262,13 +208,6 @@ func (c CheckedApp) handlerFor(store ratelab.Store, logger *slog.Logger) (http.H
 		fmt.Fprintf(w, "demo started by process %s\n", pid)
 	})))
 	return mux, nil
-}
-
-func formatNow(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.Format(time.RFC3339Nano)
 }
 
 // withPID marks every response with the process that produced it, so a

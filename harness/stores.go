@@ -32,7 +32,8 @@ func (a App) newStore(logger *slog.Logger) (ratelab.Store, func() error, error) 
 		if err != nil {
 			return nil, nil, err
 		}
-		s, err := redisstore.New(c, redisstore.Options{FailPolicy: a.FailPolicy, Logger: logger})
+		s, err := redisstore.New(c, redisstore.Options{FailPolicy: a.FailPolicy, Logger: logger,
+			WaitReplicas: a.RedisWait, WaitTimeout: a.RedisWaitTimeout})
 		return s, c.Close, err
 	case "mysql":
 		db, err := mysqlstore.OpenDB(a.DSN, 0, a.Conns)

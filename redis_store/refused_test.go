@@ -36,3 +36,69 @@ func TestRefusedSettingsAreNeverAnOutage(t *testing.T) {
 		}
 	}
 }
+
+// The finding: under maxmemory-policy allkeys-lru every limiter key was
+// evicted and each client got 60 in one window, and the start-up check
+// only PINGed. A server that may evict keys is named at start; one whose
+// configuration cannot be read says so.
+func TestCheckEvictionNamesAServerThatMayEvict(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want error
+	}{
+		{[]string{"--maxmemory", "3mb", "--maxmemory-policy", "allkeys-lru"}, redisstore.ErrEviction},
+		{[]string{"--maxmemory", "3mb", "--maxmemory-policy", "volatile-lru"}, redisstore.ErrEviction},
+		{[]string{"--maxmemory", "3mb", "--maxmemory-policy", "noeviction"}, nil},
+		{[]string{"--maxmemory-policy", "allkeys-lru"}, nil}, // no maxmemory: nothing is evicted
+		{[]string{"--rename-command", "CONFIG", ""}, redisstore.ErrConfigHidden},
+	} {
+		c := redisserver.ForTest(t, tt.args...).Client()
+		err := redisstore.CheckEviction(context.Background(), c)
+		c.Close()
+		if tt.want == nil {
+			assert.NoError(t, err, "%v", tt.args)
+			continue
+		}
+		assert.ErrorIs(t, err, tt.want, "%v", tt.args)
+	}
+}
+
+// Every primary of a cluster is asked.
+func TestCheckEvictionAsksEveryPrimary(t *testing.T) {
+	cl := redisserver.ClusterForTest(t)
+	ctx := context.Background()
+	c, err := redisstore.NewClient(cl.URL(), 0)
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, redisstore.CheckEviction(ctx, c))
+	last := cl.Nodes[len(cl.Nodes)-1].Client()
+	defer last.Close()
+	require.NoError(t, last.ConfigSet(ctx, "maxmemory", "3mb").Err())
+	require.NoError(t, last.ConfigSet(ctx, "maxmemory-policy", "volatile-lru").Err())
+	err = redisstore.CheckEviction(ctx, c)
+	assert.ErrorIs(t, err, redisstore.ErrEviction)
+	if err != nil {
+		assert.Contains(t, err.Error(), cl.Nodes[len(cl.Nodes)-1].Addr, "names the node")
+	}
+}
+
+// An out-of-memory server answers PING and refuses every write: the probe
+// write finds it, and leaves nothing behind on a server that accepts it.
+func TestCheckWritesFindsAServerThatRefusesThem(t *testing.T) {
+	srv := redisserver.ForTest(t, "--maxmemory-policy", "noeviction")
+	c := srv.Client()
+	defer c.Close()
+	ctx := context.Background()
+	require.NoError(t, redisstore.CheckWrites(ctx, c, "probe-test:"))
+	n, err := c.DBSize(ctx).Result()
+	require.NoError(t, err)
+	assert.Zero(t, n, "the probe key is deleted")
+
+	require.NoError(t, c.ConfigSet(ctx, "maxmemory", "1").Err()) // full at once
+	require.NoError(t, redisstore.CheckServer(ctx, c), "an OOM server answers PING")
+	err = redisstore.CheckWrites(ctx, c, "")
+	assert.ErrorIs(t, err, redisstore.ErrWritesRefused)
+	if err != nil {
+		assert.Contains(t, err.Error(), "OOM")
+	}
+}

@@ -36,6 +36,9 @@ import (
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 )
 
+// defaultPrefix is the prefix of the store's keys when Options.Prefix is "".
+const defaultPrefix = "ratelab:"
+
 // DefaultTimeout bounds one hit's round trip, connecting included, by
 // default. It is long enough that load is not taken for an outage: under
 // CGI every hit connects anew, and 200 requests at once on two cores
@@ -54,12 +57,16 @@ type Options struct {
 	// Clock is the time source of Take; nil means time.Now.
 	Clock func() time.Time
 	// WaitReplicas, if positive, makes every hit wait (Redis's WAIT, on
-	// the script's own connection) until that many replicas have the
-	// write, at most WaitTimeout; a hit they do not confirm in time
-	// follows the fail policy (ErrNotReplicated), so that a failover can
+	// the connection of the node that ran the script) until that many
+	// replicas have the write, at most WaitTimeout, so that a failover can
 	// lose no count the client was told about. Replication is otherwise
 	// asynchronous: a count the primary acknowledged and a replica never
-	// received is lost when the replica takes over.
+	// received is lost when the replica takes over. A hit they do not
+	// confirm in time was counted on the primary all the same: a
+	// fail-closed store refuses it (ErrNotReplicated, under
+	// ratelab.ErrUnavailable), and its count stays unless a failover loses
+	// it; fail-open and fail-local return the primary's decision, logged as
+	// unconfirmed. Only fail-closed makes WaitReplicas a guarantee.
 	WaitReplicas int
 	// WaitTimeout bounds WAIT; 0 means 100 ms. It must be shorter than
 	// Timeout. The first WAIT after a replica (re)connects can take up to
@@ -67,9 +74,15 @@ type Options struct {
 	WaitTimeout time.Duration
 }
 
-// ErrNotReplicated is the cause of a hit whose write WaitReplicas replicas
-// did not confirm within WaitTimeout, or that a primary configured with
-// min-replicas-to-write refused (NOREPLICAS) for want of good replicas.
+// ErrNotReplicated is wrapped by the error of a hit whose write was not
+// confirmed by enough replicas, which says which of two things happened.
+// "counted on the primary, not confirmed on N of M replicas": the script
+// ran and counted the hit, and WAIT (Options.WaitReplicas) saw too few
+// replicas with the write within WaitTimeout; the count stays on the
+// primary, and reaches the replicas late or is lost in a failover. "the
+// primary refused the write, not counted": a primary configured with
+// min-replicas-to-write refused the script (NOREPLICAS) for want of good
+// replicas, and the fail policy decides the hit as an outage.
 var ErrNotReplicated = errors.New("redisstore: the write was not confirmed by enough replicas")
 
 // Store is a Redis-backed rate-limit store for every algorithm, safe for
@@ -101,17 +114,11 @@ func New(client redis.Cmdable, opts Options) (*Store, error) {
 	if !ok { // nil too
 		return nil, fmt.Errorf("redisstore: New needs a client, a go-redis one, not %T", client)
 	}
-	if opts.Timeout < 0 {
-		return nil, fmt.Errorf("redisstore: timeout %v must not be negative", opts.Timeout)
-	}
-	if opts.WaitReplicas < 0 || opts.WaitTimeout < 0 {
-		return nil, fmt.Errorf("redisstore: WaitReplicas %d and WaitTimeout %v must not be negative", opts.WaitReplicas, opts.WaitTimeout)
-	}
-	if opts.WaitReplicas > 0 && cmp.Or(opts.WaitTimeout, 100*time.Millisecond) >= cmp.Or(opts.Timeout, DefaultTimeout) {
-		return nil, fmt.Errorf("redisstore: WaitTimeout %v must be shorter than Timeout %v, which bounds the script and the WAIT together", opts.WaitTimeout, opts.Timeout)
+	if err := opts.Check(); err != nil {
+		return nil, err
 	}
 	s := &Store{rdb: client, proc: proc, timeout: cmp.Or(opts.Timeout, DefaultTimeout), log: opts.Logger,
-		prefix: cmp.Or(opts.Prefix, "ratelab:"), now: opts.Clock,
+		prefix: cmp.Or(opts.Prefix, defaultPrefix), now: opts.Clock,
 		waitReplicas: opts.WaitReplicas, waitTimeout: cmp.Or(opts.WaitTimeout, 100*time.Millisecond)}
 	s.reload, _ = client.(reloader)
 	if s.log == nil {
@@ -125,6 +132,22 @@ func New(client redis.Cmdable, opts Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// Check reports what New refuses in o: a negative duration or count, a
+// WaitTimeout not shorter than Timeout.
+func (o Options) Check() error {
+	if o.Timeout < 0 {
+		return fmt.Errorf("redisstore: timeout %v must not be negative", o.Timeout)
+	}
+	if o.WaitReplicas < 0 || o.WaitTimeout < 0 {
+		return fmt.Errorf("redisstore: WaitReplicas %d and WaitTimeout %v must not be negative", o.WaitReplicas, o.WaitTimeout)
+	}
+	if o.WaitReplicas > 0 && cmp.Or(o.WaitTimeout, 100*time.Millisecond) >= cmp.Or(o.Timeout, DefaultTimeout) {
+		return fmt.Errorf("redisstore: WaitTimeout %v must be shorter than Timeout %v, which bounds the script and the WAIT together",
+			cmp.Or(o.WaitTimeout, 100*time.Millisecond), cmp.Or(o.Timeout, DefaultTimeout))
+	}
+	return nil
 }
 
 // Key returns the Redis key holding the state of key under r: the prefix,
@@ -187,6 +210,8 @@ func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time
 		// outage: under no policy is the hit let through for it.
 		s.log.Error("redisstore: redis refused the connection's settings", "key", rkey, "err", err)
 		return ratelab.Decision{}, fmt.Errorf("%w: %w", ErrRefused, err) // ErrRefused names the package
+	case isUnconfirmed(err):
+		return s.unconfirmedHit(ctx, rkey, d, err)
 	}
 	return s.fail.Fail(ctx, slog.String("key", rkey), r, key, now, err)
 }
@@ -194,7 +219,8 @@ func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time
 // take runs the script of r's algorithm on rkey and decides the hit from
 // its reply. A state the script replaced, as no rule could have written
 // it, is logged as a warning naming the key and the cause; the hit is
-// decided on the fresh state.
+// decided on the fresh state. A hit the replicas did not confirm
+// (WaitReplicas) is decided and returned with its error.
 func (s *Store) take(ctx context.Context, rkey string, r ratelab.Rule, now time.Time) (ratelab.Decision, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -207,7 +233,7 @@ func (s *Store) take(ctx context.Context, rkey string, r ratelab.Rule, now time.
 	}
 	vals, err := s.run(ctx, scripts[r.Algorithm], rkey, now.UnixMilli(), int64(r.Window/time.Second), r.Limit, r.Burst, countRefused)
 	switch {
-	case err != nil:
+	case err != nil && !isUnconfirmed(err):
 		return ratelab.Decision{}, err
 	case len(vals) == 2 && vals[0] == 1:
 		return ratelab.Decision{}, algorithm.WindowConflict(r, vals[1])
@@ -222,7 +248,7 @@ func (s *Store) take(ctx context.Context, rkey string, r ratelab.Rule, now time.
 		Remaining:  vals[2],
 		RetryAfter: algorithm.Millis(vals[3]),
 		ResetAfter: algorithm.Millis(vals[4]),
-	}, nil
+	}, err
 }
 
 // takeFixed runs the fixed-window script, whose reply is {count,
@@ -231,7 +257,7 @@ func (s *Store) take(ctx context.Context, rkey string, r ratelab.Rule, now time.
 func (s *Store) takeFixed(ctx context.Context, rkey string, r ratelab.Rule, now time.Time) (ratelab.Decision, error) {
 	vals, err := s.run(ctx, fixedWindow, rkey, fixedArgs(r, now)...)
 	switch {
-	case err != nil:
+	case err != nil && !isUnconfirmed(err):
 		return ratelab.Decision{}, err
 	case len(vals) == 3 && vals[0] >= 1:
 		s.replaced(rkey, vals[2])
@@ -240,7 +266,7 @@ func (s *Store) takeFixed(ctx context.Context, rkey string, r ratelab.Rule, now 
 	case vals[0] == -1:
 		return ratelab.Decision{}, algorithm.FixedConflict(r, vals[1]-now.Unix())
 	}
-	return algorithm.FixedDecision(r, vals[0], vals[1], now), nil
+	return algorithm.FixedDecision(r, vals[0], vals[1], now), err
 }
 
 // fixedArgs are the fixed-window script's arguments for a hit of r at
@@ -272,7 +298,7 @@ func (s *Store) run(ctx context.Context, script *redis.Script, key string, args 
 	vals, err := s.runScript(ctx, script, key, args...)
 	s.reloadAfter(ctx, err)
 	if err != nil && redis.HasErrorPrefix(err, "NOREPLICAS") { // min-replicas-to-write: the primary refused the write
-		return nil, fmt.Errorf("%w: %w", ErrNotReplicated, err)
+		return nil, fmt.Errorf("%w: the primary refused the write, not counted: %w", ErrNotReplicated, err)
 	}
 	return vals, err
 }
@@ -281,45 +307,7 @@ func (s *Store) runScript(ctx context.Context, script *redis.Script, key string,
 	if s.waitReplicas == 0 {
 		return s.call(ctx, script, key, args...)
 	}
-	for attempt := 0; ; attempt++ {
-		pipe := s.rdb.Pipeline()
-		res := script.EvalSha(ctx, pipe, []string{key}, args...)
-		acks := pipe.Do(ctx, "WAIT", s.waitReplicas, s.waitTimeout.Milliseconds())
-		_, err := pipe.Exec(ctx)
-		if err != nil && redis.HasErrorPrefix(res.Err(), "NOSCRIPT") && attempt == 0 {
-			if err := script.Load(ctx, s.rdb).Err(); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if n, _ := acks.Int64(); n < int64(s.waitReplicas) {
-			return nil, fmt.Errorf("%w: %d of %d within %v", ErrNotReplicated, n, s.waitReplicas, s.waitTimeout)
-		}
-		return res.Int64Slice()
-	}
-}
-
-// ErrRefused is wrapped by CheckServer's error when Redis answered but
-// refused the client: a wrong password or user, a database index out of
-// range. That is a configuration error to fix before serving, not an
-// outage for the fail policy.
-var ErrRefused = errors.New("redisstore: redis refused the connection's settings")
-
-// CheckServer asks Redis for a PING with the client's settings (password,
-// user, database). It returns nil when Redis answers, an error wrapping
-// ErrRefused when Redis answers with an error, and another error when
-// Redis cannot be reached — an outage, which the fail policy handles once
-// hits come.
-func CheckServer(ctx context.Context, rdb redis.Cmdable) error {
-	err := rdb.Ping(ctx).Err()
-	var rerr redis.Error
-	if errors.As(err, &rerr) {
-		return fmt.Errorf("%w: %w", ErrRefused, err)
-	}
-	return err
+	return s.runWait(ctx, script, key, args...)
 }
 
 // Reset forgets the state of key under r: one DEL, atomic against any

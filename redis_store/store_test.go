@@ -264,3 +264,45 @@ func TestNewRejectsBadInput(t *testing.T) {
 	_, err = redisstore.New(c, redisstore.Options{Timeout: -1})
 	assert.ErrorContains(t, err, "must not be negative")
 }
+
+// The finding: a hit WAIT did not confirm was reported "not counted"
+// (fail-open) although the script had counted it. Fail-closed refuses it
+// saying it was counted; fail-open and fail-local decide it on the
+// primary's count, which holds it: the third hit at a limit of 2 is
+// refused.
+func TestUnconfirmedHitSaysItWasCounted(t *testing.T) {
+	srv := redisserver.ForTest(t) // no replica: WAIT 1 confirms nothing
+	rule := ratelab.Rule{Name: "unconfirmed", Limit: 2, Window: time.Hour}
+	for i, policy := range []ratelab.FailPolicy{ratelab.FailClosed, ratelab.FailOpen, ratelab.FailLocal} {
+		s := newStore(t, srv, redisstore.Options{FailPolicy: policy, WaitReplicas: 1, WaitTimeout: 10 * time.Millisecond,
+			Prefix: fmt.Sprintf("u%d:", i), Logger: slog.New(slog.DiscardHandler)})
+		for hit := 1; hit <= 3; hit++ {
+			d, err := s.TakeAt(context.Background(), rule, "ip:203.0.113.7", t0)
+			if policy == ratelab.FailClosed {
+				require.ErrorIs(t, err, redisstore.ErrNotReplicated, "fail-%v, hit %d", policy, hit)
+				assert.Contains(t, err.Error(), "counted on the primary, not confirmed on 1 of 1 replicas", "fail-%v", policy)
+				continue
+			}
+			require.NoError(t, err, "fail-%v, hit %d", policy, hit)
+			assert.NoError(t, d.NotCounted, "fail-%v, hit %d: the primary counted it", policy, hit)
+			assert.False(t, d.Local, "fail-%v, hit %d", policy, hit)
+			assert.Equal(t, hit <= 2, d.Allowed, "fail-%v, hit %d: decided on the primary's count", policy, hit)
+		}
+		// The count the primary holds: the three hits, refused or not.
+		plain := newStore(t, srv, redisstore.Options{Prefix: fmt.Sprintf("u%d:", i)})
+		d, err := plain.TakeAt(context.Background(), rule, "ip:203.0.113.7", t0)
+		require.NoError(t, err)
+		assert.False(t, d.Allowed, "fail-%v: the fourth hit is over the limit too", policy)
+	}
+}
+
+// A primary that refuses the write for want of good replicas
+// (min-replicas-to-write) did not count the hit: fail-open says so.
+func TestNoReplicasIsNotCounted(t *testing.T) {
+	srv := redisserver.ForTest(t, "--min-replicas-to-write", "1")
+	s := newStore(t, srv, redisstore.Options{FailPolicy: ratelab.FailOpen, Logger: slog.New(slog.DiscardHandler)})
+	d, err := s.TakeAt(context.Background(), waitRule, "ip:203.0.113.7", t0)
+	require.NoError(t, err)
+	require.ErrorIs(t, d.NotCounted, redisstore.ErrNotReplicated)
+	assert.Contains(t, d.NotCounted.Error(), "not counted")
+}

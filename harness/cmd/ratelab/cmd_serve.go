@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/ratelab/ratelab"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/harness"
@@ -90,6 +92,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	model := f.String("model", "", "cgi, pool, single or two-hosts (required)")
 	addr := f.String("addr", "127.0.0.1:8080", "address to listen on")
 	appOf := f.appFlags()
+	allowEviction := f.Bool("redis-allow-eviction", false, "redis store: serve even if redis may evict keys (a maxmemory-policy other than noeviction), each eviction resetting a count")
 	f.workersFlag().atFlag()
 	if err := f.parse(args); err != nil {
 		return 0, err
@@ -103,7 +106,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	defer cleanup()
-	if app.Conns, err = checkServe(app, m, f.workers, stderr); err != nil {
+	if app.Conns, err = checkServe(app, m, f.workers, *allowEviction, stderr); err != nil {
 		return 0, err
 	}
 	ln, err := net.Listen("tcp", *addr) // before any process starts
@@ -203,9 +206,11 @@ func cmdCGI(args []string, stdout, stderr io.Writer) (int, error) {
 // workers than harness.MaxWorkers or than the database has connections
 // for. A server that cannot be reached is an outage, not a configuration
 // error: it is reported, and the hits follow the fail policy until it is
-// back. A database's tables are created here, and its connections shared
-// out: checkServe returns how many each worker may open.
-func checkServe(app harness.App, m harness.Model, workers int, stderr io.Writer) (conns int, err error) {
+// back. A Redis that refuses writes or may evict keys is refused too, the
+// latter unless allowEviction. A database's tables are created here, and
+// its connections shared out: checkServe returns how many each worker may
+// open.
+func checkServe(app harness.App, m harness.Model, workers int, allowEviction bool, stderr io.Writer) (conns int, err error) {
 	if workers > harness.MaxWorkers {
 		return 0, usagef("-workers %d: at most %d", workers, harness.MaxWorkers)
 	}
@@ -219,27 +224,49 @@ func checkServe(app harness.App, m harness.Model, workers int, stderr io.Writer)
 			return 0, usagef("%v", err)
 		}
 	case "redis":
-		return 0, checkRedis(app, stderr)
+		return 0, checkRedis(app, allowEviction, stderr)
 	case "mysql", "postgres":
 		return checkDatabase(app, m, workers, stderr)
 	}
 	return 0, nil
 }
 
-// checkRedis asks the Redis of app for a PING.
-func checkRedis(app harness.App, stderr io.Writer) error {
+// checkRedis asks the Redis of app for a PING, then for a probe write,
+// then whether it may evict keys (checkEviction). Refused settings and
+// refused writes are configuration errors; an unreachable Redis is an
+// outage, warned about.
+func checkRedis(app harness.App, allowEviction bool, stderr io.Writer) error {
 	shown := redact.String(app.RedisURL)
 	c, err := redisstore.NewClient(app.RedisURL, time.Second)
 	if err != nil {
 		return usagef("-redis: %v", err)
 	}
 	defer c.Close()
-	err = redisstore.CheckServer(context.Background(), c)
+	ctx := context.Background()
+	err = redisstore.CheckServer(ctx, c)
+	if err == nil {
+		err = redisstore.CheckWrites(ctx, c, "")
+	}
 	switch {
-	case errors.Is(err, redisstore.ErrRefused):
+	case errors.Is(err, redisstore.ErrRefused), errors.Is(err, redisstore.ErrWritesRefused):
 		return usagef("-redis %s: %v", shown, err)
 	case err != nil:
 		fmt.Fprintf(stderr, "ratelab serve: warning: redis at %s is unreachable (%v); until it is back every hit fails %s\n", shown, err, app.FailPolicy)
+		return nil
+	}
+	return checkEviction(ctx, c, shown, allowEviction, stderr)
+}
+
+// checkEviction refuses a Redis that may evict the limiter's keys unless
+// allowEviction, and then warns once; a Redis that does not show its
+// configuration is warned about.
+func checkEviction(ctx context.Context, c redis.Cmdable, shown string, allowEviction bool, stderr io.Writer) error {
+	err := redisstore.CheckEviction(ctx, c)
+	switch {
+	case errors.Is(err, redisstore.ErrEviction) && !allowEviction:
+		return usagef("-redis %s: %v (-redis-allow-eviction accepts it)", shown, strings.TrimPrefix(err.Error(), "redisstore: "))
+	case err != nil:
+		fmt.Fprintf(stderr, "ratelab serve: warning: redis at %s: %v\n", shown, err)
 	}
 	return nil
 }

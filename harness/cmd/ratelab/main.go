@@ -29,12 +29,15 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/redis/go-redis/v9"
+
 	databaselock "github.com/ratelab/ratelab/database_lock"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/childproc"
 	"github.com/ratelab/ratelab/internal/lab/bench"
 	"github.com/ratelab/ratelab/internal/lab/stress"
 	racetests "github.com/ratelab/ratelab/race_tests"
+	redisstore "github.com/ratelab/ratelab/redis_store"
 	windowboundary "github.com/ratelab/ratelab/window_boundary"
 )
 
@@ -46,6 +49,9 @@ const (
 )
 
 func main() {
+	// go-redis has one logger per process: its lines (a dial that failed)
+	// become records of the program's log, as every other line is.
+	redis.SetLogger(redisstore.GoRedisLog{Logger: slog.Default()})
 	childproc.RunIfChild(harness.Roles(), racetests.Roles(), windowboundary.Roles(), stress.Roles(), databaselock.Roles(), bench.Roles())
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -64,9 +70,9 @@ func commands() []command {
 	return []command{
 		{"demo", "-store memory|file | -outage open|local [-requests] [-limit] [-window] [-workers] [-concurrency] [-at RFC3339] [-stable]",
 			"the endpoint under single, pool and cgi: where 429 appears", cmdDemo},
-		{"serve", "-model cgi|pool|single|two-hosts -store memory|file|redis|mysql|postgres [-addr] [-limit] [-window] [-workers] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed|local] [-redis URL] [-mysql DSN] [-postgres URL] [-trusted-proxies CIDR,…] [-forwarded-header NAME]",
+		{"serve", "-model cgi|pool|single|two-hosts -store memory|file|redis|mysql|postgres [-addr] [-limit] [-window] [-workers] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed|local] [-redis URL] [-redis-wait N] [-redis-wait-timeout] [-redis-allow-eviction] [-mysql DSN] [-postgres URL] [-trusted-proxies CIDR,…] [-forwarded-header NAME]",
 			"serve the endpoint to curl, until Ctrl-C", cmdServe},
-		{"cgi", "-store memory|file|redis|mysql|postgres [-dir DIR] [-redis URL] [-mysql DSN] [-postgres URL] [-limit] [-window] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed|local] [-trusted-proxies CIDR,…] [-forwarded-header NAME]",
+		{"cgi", "-store memory|file|redis|mysql|postgres [-dir DIR] [-redis URL] [-redis-wait N] [-redis-wait-timeout] [-mysql DSN] [-postgres URL] [-limit] [-window] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed|local] [-trusted-proxies CIDR,…] [-forwarded-header NAME]",
 			"the endpoint as a CGI program, for a web server's cgi-bin", cmdCGI},
 		{"hit", "-dir DIR -key KEY [-rule] [-limit] [-window] [-at RFC3339] [-fail open|closed|local] [-wait DURATION] [-algorithm fixed|sliding|log|gcra] [-burst N] [-refusals default|count|ignore]",
 			"take one hit in the file store and print the decision", cmdHit},

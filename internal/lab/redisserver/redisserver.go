@@ -107,11 +107,12 @@ type TB interface {
 	Cleanup(func())
 }
 
-// ForTest starts a server for t and stops it when t ends; without
-// redis-server the test is skipped with one line saying how to install it.
-func ForTest(t TB) *Server {
+// ForTest starts a server for t, with args on its command line, and stops
+// it when t ends; without redis-server the test is skipped with one line
+// saying how to install it.
+func ForTest(t TB, args ...string) *Server {
 	t.Helper()
-	s, err := Start()
+	s, err := Start(args...)
 	if errors.Is(err, ErrNoServer) {
 		t.Skip("redis-server not found: install it with " + InstallHint)
 	}

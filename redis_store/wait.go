@@ -1,0 +1,165 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab"
+)
+
+// runWait runs script on key and WAIT after it, in one pipeline on the
+// connection of the node that ran the script: WAIT counts the replicas
+// that have the writes of its own connection, so on any other connection
+// — another primary of a cluster — it confirms nothing about this hit.
+// A cluster's key goes to its slot's primary; a MOVED reply (the slot
+// moved: the script did not run) runs it once more on the new owner, an
+// ASK reply (the slot is moving) on the importing node after ASKING. A
+// script the node does not have is loaded there first. A node that does
+// not answer makes the cluster client read the cluster's map again.
+//
+// A hit the script counted and fewer than WaitReplicas replicas confirmed
+// returns the script's reply and an *unconfirmed error.
+func (s *Store) runWait(ctx context.Context, script *redis.Script, key string, args ...any) ([]int64, error) {
+	node, asking := s.rdb, false
+	cluster, _ := s.rdb.(*redis.ClusterClient)
+	if cluster != nil {
+		c, err := cluster.MasterForKey(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		node = c
+	}
+	loaded, redirected := false, false
+	for {
+		res, acks, err := s.evalWait(ctx, node, asking, script, key, args)
+		if err == nil || res.Err() == nil {
+			return s.confirmed(res, acks)
+		}
+		switch {
+		case redis.HasErrorPrefix(res.Err(), "NOSCRIPT") && !loaded:
+			loaded = true
+			if err := script.Load(ctx, node).Err(); err != nil {
+				return nil, err
+			}
+			continue
+		case cluster != nil && !redirected:
+			addr, moved := redis.IsMovedError(res.Err())
+			var ask bool
+			if !moved {
+				addr, ask = redis.IsAskError(res.Err())
+			}
+			if moved || ask {
+				redirected, asking = true, ask
+				if node, err = nodeAt(ctx, cluster, addr); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
+		var rerr redis.Error
+		if cluster != nil && !errors.As(err, &rerr) {
+			cluster.ReloadState(ctx) // the node may have been replaced: reread the map, in the background
+		}
+		return nil, err
+	}
+}
+
+// evalWait sends EVALSHA and WAIT in one pipeline to node, after ASKING
+// if asking.
+func (s *Store) evalWait(ctx context.Context, node redis.Cmdable, asking bool, script *redis.Script, key string, args []any) (*redis.Cmd, *redis.Cmd, error) {
+	pipe := node.Pipeline()
+	if asking {
+		pipe.Do(ctx, "ASKING")
+	}
+	res := script.EvalSha(ctx, pipe, []string{key}, args...)
+	acks := pipe.Do(ctx, "WAIT", s.waitReplicas, s.waitTimeout.Milliseconds())
+	_, err := pipe.Exec(ctx)
+	return res, acks, err
+}
+
+// confirmed is the script's reply res if WAIT's reply acks counts enough
+// replicas, and the reply with an *unconfirmed error if not: the script
+// ran, so the hit is counted on the primary either way.
+func (s *Store) confirmed(res, acks *redis.Cmd) ([]int64, error) {
+	vals, err := res.Int64Slice()
+	if err != nil {
+		return nil, err
+	}
+	n, err := acks.Int64()
+	if err != nil || n < int64(s.waitReplicas) {
+		return vals, &unconfirmed{acks: n, want: int64(s.waitReplicas), timeout: s.waitTimeout, err: err}
+	}
+	return vals, nil
+}
+
+// nodeAt is the client of the cluster's node at addr, where a MOVED or
+// ASK reply sent a hit; the cluster's map is read afresh first, so that
+// the next hits go there too.
+func nodeAt(ctx context.Context, cluster *redis.ClusterClient, addr string) (*redis.Client, error) {
+	var found atomic.Pointer[redis.Client]
+	err := cluster.ForEachShard(ctx, func(_ context.Context, c *redis.Client) error {
+		if c.Options().Addr == addr {
+			found.Store(c)
+		}
+		return nil
+	})
+	if c := found.Load(); c != nil || err != nil {
+		return c, err
+	}
+	return nil, fmt.Errorf("redisstore: redirected to %s, a node the cluster does not list", addr)
+}
+
+// unconfirmed is a hit the script counted on the primary that fewer than
+// want replicas confirmed (WAIT) within timeout: it wraps
+// ErrNotReplicated.
+type unconfirmed struct {
+	acks, want int64
+	timeout    time.Duration
+	err        error // WAIT's own error, if it failed
+}
+
+func (e *unconfirmed) Error() string {
+	if e.err != nil {
+		return fmt.Sprintf("%v: counted on the primary, not confirmed: WAIT: %v", ErrNotReplicated, e.err)
+	}
+	return fmt.Sprintf("%v: counted on the primary, not confirmed on %d of %d replicas within %v",
+		ErrNotReplicated, e.want-e.acks, e.want, e.timeout)
+}
+
+func (e *unconfirmed) Unwrap() []error {
+	if e.err == nil {
+		return []error{ErrNotReplicated}
+	}
+	return []error{ErrNotReplicated, e.err}
+}
+
+// isUnconfirmed reports whether err is a hit counted on the primary and
+// not confirmed by enough replicas.
+func isUnconfirmed(err error) bool {
+	var u *unconfirmed
+	return errors.As(err, &u)
+}
+
+// unconfirmedHit decides d, a hit the primary counted and the replicas did
+// not confirm (err). Fail-closed refuses it — the error wraps
+// ratelab.ErrUnavailable and ErrNotReplicated, and says the count stays on
+// the primary. Fail-open and fail-local return d, the primary's decision,
+// which counted the hit: it is not a store that could not count.
+func (s *Store) unconfirmedHit(ctx context.Context, rkey string, d ratelab.Decision, err error) (ratelab.Decision, error) {
+	if s.fail.Policy() != ratelab.FailClosed {
+		s.log.Warn("redisstore: hit decided on the primary's count, not confirmed by replicas",
+			"key", rkey, "rule", d.Rule.Name, "allowed", d.Allowed, "err", err)
+		return d, nil
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return ratelab.Decision{}, fmt.Errorf("redisstore: %w", cerr)
+	}
+	s.log.Error("redisstore: hit refused (fail-closed): counted on the primary, not confirmed by replicas",
+		"key", rkey, "rule", d.Rule.Name, "err", err)
+	return ratelab.Decision{}, fmt.Errorf("redisstore: %w: %w", ratelab.ErrUnavailable, err)
+}
