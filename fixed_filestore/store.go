@@ -85,6 +85,9 @@ func New(base string, opts Options) (*Store, error) {
 	if base == "" {
 		return nil, errors.New("fixedfilestore: base directory is empty: name the directory that holds rate-limits/")
 	}
+	// Cleaned, so that a trailing "/" or "/." cannot make the lstat below
+	// follow a symlink at the base's last name.
+	base = filepath.Clean(base)
 	if err := checkDir(base); err != nil {
 		return nil, err
 	}

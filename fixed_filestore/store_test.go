@@ -302,6 +302,8 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{"missing base", filepath.Join(dir, "nope"), fixedfilestore.Options{}, "does not exist: create it"},
 		{"base is a file", file, fixedfilestore.Options{}, "is not a directory"},
 		{"base is a symlink", link, fixedfilestore.Options{}, "is a symlink"},
+		{"base is a symlink, named with a trailing slash", link + "/", fixedfilestore.Options{}, "is a symlink"},
+		{"base is a symlink, named with a trailing /.", link + "/.", fixedfilestore.Options{}, "is a symlink"},
 		{"state directory is a symlink", linkedState, fixedfilestore.Options{}, "is a symlink"},
 		{"negative lock wait", dir, fixedfilestore.Options{LockWait: -time.Second}, "must not be negative (or WaitForever)"},
 		{"unknown policy", dir, fixedfilestore.Options{FailPolicy: 7}, "unknown fail policy"},

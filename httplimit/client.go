@@ -116,9 +116,19 @@ func checkProxy(p netip.Prefix) error {
 		return errors.New("IPv4-mapped, which never matches: addresses are unmapped before they are compared, write it as IPv4")
 	case p.Bits() == 0:
 		return errors.New("every address: every client would be a proxy, and pick its own bucket")
+	case p.Addr().Is4() && p.Bits() < minProxyBits4:
+		return fmt.Errorf("wider than /%d, larger than any proxy fleet: most clients would be proxies, and pick their own buckets", minProxyBits4)
+	case p.Addr().Is6() && p.Bits() < minProxyBits6:
+		return fmt.Errorf("wider than /%d, larger than any proxy fleet: most clients would be proxies, and pick their own buckets", minProxyBits6)
 	}
 	return nil
 }
+
+// The widest networks a trusted proxy may be given: 10.0.0.0/8 and the
+// unique local fc00::/7 are private networks a fleet may fill; anything
+// wider reaches the internet (two halves of every IPv4 address, or
+// 2000::/3, all of global IPv6).
+const minProxyBits4, minProxyBits6 = 8, 7
 
 // ParseTrustedProxies parses a comma-separated list of networks in CIDR
 // notation or bare addresses, each a network of one address, for

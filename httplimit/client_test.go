@@ -204,6 +204,12 @@ func TestClientCheck(t *testing.T) {
 			Header: "X-Forwarded-For"}, "every address"},
 		{"every IPv6 address", httplimit.Client{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("::/0")},
 			Header: "X-Forwarded-For"}, "every address"},
+		{"every IPv4 address, in two halves", httplimit.Client{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("1.0.0.0/1"),
+			netip.MustParsePrefix("128.0.0.0/1")}, Header: "X-Forwarded-For"}, "wider than /8"},
+		{"all global IPv6 unicast", httplimit.Client{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("2000::/3")},
+			Header: "X-Forwarded-For"}, "wider than /7"},
+		{"a private /8 and the ULA /7", httplimit.Client{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"),
+			netip.MustParsePrefix("fc00::/7")}, Header: "X-Forwarded-For"}, ""},
 	}
 	for _, tt := range tests {
 		err := tt.client.Check()
