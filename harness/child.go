@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -36,8 +37,14 @@ const (
 // model (Config.Exe) must pass them to RunIfChild first thing.
 func Roles() childproc.Roles {
 	return childproc.Roles{
-		roleServer: func() error { return serveChild(os.Stdin, os.Stdout) },
-		roleCGI:    cgiChild,
+		roleServer: func() error {
+			// The front ends its workers by closing their stdin, once it
+			// has stopped taking requests; a terminal's Ctrl-C, sent to
+			// the whole process group, must not end them before it.
+			signal.Ignore(os.Interrupt)
+			return serveChild(os.Stdin, os.Stdout)
+		},
+		roleCGI: cgiChild,
 	}
 }
 

@@ -60,16 +60,21 @@ func frontKey(token string, client httplimit.Client) httplimit.KeyFunc {
 
 // Timeouts bound what a slow or idle client can hold: the time to send
 // the headers, the whole request, the whole answer, and an idle keep-alive
-// connection; MaxHeaderBytes bounds the headers' size.
+// connection; MaxHeaderBytes bounds the headers' size. Worker bounds what
+// a hung worker can hold: the pool's front waits that long for a worker's
+// answer, then answers 502 itself.
 type Timeouts struct {
-	ReadHeader, Read, Write, Idle time.Duration
-	MaxHeaderBytes                int
+	ReadHeader, Read, Write, Idle, Worker time.Duration
+	MaxHeaderBytes                        int
 }
 
 // DefaultTimeouts are the front's and the workers': an idle connection or
-// a trickled body is cut within 30 s.
+// a trickled body is cut within 30 s; a worker that has not answered in
+// 10 s — longer than any store waits (the file store's lock 3 s, a
+// server's 2 s) — is given up on.
 func DefaultTimeouts() Timeouts {
-	return Timeouts{ReadHeader: 5 * time.Second, Read: 30 * time.Second, Write: 30 * time.Second, Idle: 30 * time.Second, MaxHeaderBytes: 16 << 10}
+	return Timeouts{ReadHeader: 5 * time.Second, Read: 30 * time.Second, Write: 30 * time.Second, Idle: 30 * time.Second,
+		Worker: 10 * time.Second, MaxHeaderBytes: 16 << 10}
 }
 
 // server returns an http.Server for h with the timeouts, whose

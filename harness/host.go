@@ -222,7 +222,7 @@ func dropUnderscored(next http.Handler) http.Handler {
 // a FastCGI process manager hands requests to its children.
 func (h *Host) roundRobin() http.Handler {
 	var next atomic.Uint64
-	h.proxyTr = &http.Transport{MaxIdleConnsPerHost: 64}
+	h.proxyTr = &http.Transport{MaxIdleConnsPerHost: 64, ResponseHeaderTimeout: h.cfg.Timeouts.Worker}
 	return &httputil.ReverseProxy{
 		Transport: h.proxyTr,
 		Rewrite: func(pr *httputil.ProxyRequest) {
