@@ -82,7 +82,7 @@ type Base struct {
 	rules     algorithm.Rules
 	fail      *ratelab.Failer
 	tables    Tables
-	answered  atomic.Uint64 // hits the server answered, for Crowded
+	answered  atomic.Uint64 // hits the server answered, for crowded
 }
 
 var prefixRE = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
@@ -195,7 +195,7 @@ func Answered(ctx context.Context, err error) error {
 // answered other hits of its process: it is there, and busy.
 var ErrCrowded = errors.New("the server answered this process's other hits while this one waited, and its time ran out")
 
-// Crowded returns err, the failure of a hit, as ErrCrowded when the hit's
+// crowded returns err, the failure of a hit, as ErrCrowded when the hit's
 // own time ran out (hit ended, the caller's ctx still live) and the server
 // answered other hits of the process meanwhile (othersAnswered). Whether a
 // timeout is an outage or load cannot be told from the hit alone — a
@@ -203,7 +203,7 @@ var ErrCrowded = errors.New("the server answered this process's other hits while
 // but a server that answered someone else while the hit waited is up. A
 // hit cut off by a server that stopped answering altogether still follows
 // the fail policy.
-func Crowded(hit, caller context.Context, err error, othersAnswered bool) error {
+func crowded(hit, caller context.Context, err error, othersAnswered bool) error {
 	if othersAnswered && hit.Err() != nil && caller.Err() == nil {
 		return fmt.Errorf("%w: %w", ErrCrowded, err)
 	}
@@ -249,7 +249,7 @@ func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.
 	if err == nil || b.busy(err) || errors.Is(err, ratelab.ErrRuleConflict) {
 		b.answered.Add(1)
 	} else {
-		err = Crowded(tctx, ctx, err, b.answered.Load() != seen)
+		err = crowded(tctx, ctx, err, b.answered.Load() != seen)
 	}
 	switch {
 	case err == nil:

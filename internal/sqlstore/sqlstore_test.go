@@ -59,7 +59,7 @@ func TestCrowded(t *testing.T) {
 		{"the caller gave up", ended, ended, true, false},
 		{"time left: another failure", live, live, true, false},
 	} {
-		got := Crowded(tt.hit, tt.caller, cut, tt.othersAnswered)
+		got := crowded(tt.hit, tt.caller, cut, tt.othersAnswered)
 		if errors.Is(got, ErrCrowded) != tt.crowded || !errors.Is(got, cut) {
 			t.Errorf("%s: Crowded = %v, want ErrCrowded %v", tt.name, got, tt.crowded)
 		}
