@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 )
 
@@ -87,6 +89,9 @@ func (c Client) Check() error {
 			return fmt.Errorf("httplimit: trusted proxy %s: %w", p, err)
 		}
 	}
+	if err := checkCoverage(c.TrustedProxies); err != nil {
+		return fmt.Errorf("httplimit: trusted proxies: %w", err)
+	}
 	_, err := c.header()
 	return err
 }
@@ -116,19 +121,41 @@ func checkProxy(p netip.Prefix) error {
 		return errors.New("IPv4-mapped, which never matches: addresses are unmapped before they are compared, write it as IPv4")
 	case p.Bits() == 0:
 		return errors.New("every address: every client would be a proxy, and pick its own bucket")
-	case p.Addr().Is4() && p.Bits() < minProxyBits4:
-		return fmt.Errorf("wider than /%d, larger than any proxy fleet: most clients would be proxies, and pick their own buckets", minProxyBits4)
-	case p.Addr().Is6() && p.Bits() < minProxyBits6:
-		return fmt.Errorf("wider than /%d, larger than any proxy fleet: most clients would be proxies, and pick their own buckets", minProxyBits6)
 	}
 	return nil
 }
 
-// The widest networks a trusted proxy may be given: 10.0.0.0/8 and the
-// unique local fc00::/7 are private networks a fleet may fill; anything
-// wider reaches the internet (two halves of every IPv4 address, or
-// 2000::/3, all of global IPv6).
-const minProxyBits4, minProxyBits6 = 8, 7
+// The most addresses the trusted networks may cover together, each
+// counted once: all three private IPv4 networks (10/8, 172.16/12,
+// 192.168/16, about 2^24.1 addresses) fit under 2^25, and the unique local
+// fc00::/7 under 2^122; more reaches the internet — every IPv4 address,
+// however it is split, or 2000::/3 — and most clients would be proxies,
+// picking their own buckets.
+const maxTrusted4, maxTrusted6 = 1 << 25, 0x1p122
+
+// checkCoverage says why the networks ps cannot be trusted together, if
+// they cannot: they cover more addresses than any proxy fleet holds. A
+// network inside another listed one, or listed twice, is counted once.
+func checkCoverage(ps []netip.Prefix) error {
+	var n4, n6 float64
+	for i, p := range ps {
+		p = p.Masked()
+		if slices.ContainsFunc(ps[:i], func(q netip.Prefix) bool { return q.Masked() == p }) ||
+			slices.ContainsFunc(ps, func(q netip.Prefix) bool { return q.Bits() < p.Bits() && q.Contains(p.Addr()) }) {
+			continue
+		}
+		size := math.Ldexp(1, p.Addr().BitLen()-p.Bits())
+		if p.Addr().Is4() {
+			n4 += size
+		} else {
+			n6 += size
+		}
+	}
+	if n4 > maxTrusted4 || n6 > maxTrusted6 {
+		return errors.New("the networks cover more addresses than any proxy fleet holds (2^25 IPv4, 2^122 IPv6): most clients would be proxies, and pick their own buckets")
+	}
+	return nil
+}
 
 // ParseTrustedProxies parses a comma-separated list of networks in CIDR
 // notation or bare addresses, each a network of one address, for
@@ -155,6 +182,9 @@ func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
 			return nil, fmt.Errorf("httplimit: trusted proxy %q: %w", entry, err)
 		}
 		ps = append(ps, p.Masked())
+	}
+	if err := checkCoverage(ps); err != nil {
+		return nil, fmt.Errorf("httplimit: trusted proxies %q: %w", s, err)
 	}
 	return ps, nil
 }

@@ -205,11 +205,14 @@ func TestClientCheck(t *testing.T) {
 		{"every IPv6 address", httplimit.Client{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("::/0")},
 			Header: "X-Forwarded-For"}, "every address"},
 		{"every IPv4 address, in two halves", httplimit.Client{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("1.0.0.0/1"),
-			netip.MustParsePrefix("128.0.0.0/1")}, Header: "X-Forwarded-For"}, "wider than /8"},
+			netip.MustParsePrefix("128.0.0.0/1")}, Header: "X-Forwarded-For"}, "more addresses than any proxy fleet"},
+		{"every IPv4 address, in 256 /8s", httplimit.Client{TrustedProxies: every8(), Header: "X-Forwarded-For"}, "more addresses than any proxy fleet"},
 		{"all global IPv6 unicast", httplimit.Client{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("2000::/3")},
-			Header: "X-Forwarded-For"}, "wider than /7"},
-		{"a private /8 and the ULA /7", httplimit.Client{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"),
-			netip.MustParsePrefix("fc00::/7")}, Header: "X-Forwarded-For"}, ""},
+			Header: "X-Forwarded-For"}, "more addresses than any proxy fleet"},
+		{"every private IPv4 network, nested and repeated ones, and the ULA /7", httplimit.Client{TrustedProxies: []netip.Prefix{
+			netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("172.16.0.0/12"), netip.MustParsePrefix("192.168.0.0/16"),
+			netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fc00::/7")},
+			Header: "X-Forwarded-For"}, ""},
 	}
 	for _, tt := range tests {
 		err := tt.client.Check()
@@ -307,4 +310,13 @@ func TestMiddlewareBehindAProxyIgnoresTheOtherHeader(t *testing.T) {
 		codes = append(codes, get(h, "127.0.0.1:1", "Forwarded", hop).Code)
 	}
 	assert.Equal(t, []int{200, 200, 200, 429}, codes, "an unparsable hop is the proxy's, never a 500")
+}
+
+// every8 is every IPv4 address as 256 networks of /8.
+func every8() []netip.Prefix {
+	var ps []netip.Prefix
+	for i := range 256 {
+		ps = append(ps, netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(i)}), 8))
+	}
+	return ps
 }
