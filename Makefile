@@ -5,7 +5,7 @@ GO ?= go
 PKGS := ./...
 
 .PHONY: all test fmt-check tidy-check vet staticcheck cross test-race demo demo-broken demo-fixed demo-race \
-	demo-boundary demo-fail demo-redis demo-db figures serve-broken serve-fixed bench bench-peers docs fuzz bin/ratelab
+	demo-boundary demo-fail demo-check demo-redis demo-db figures serve-broken serve-fixed bench bench-peers docs fuzz bin/ratelab
 
 # The demos' workload: enough requests that a pool of 4 shows its 4 × 30.
 DEMO_FLAGS ?= -requests 130 -limit 30 -window 1h -workers 4 -concurrency 8
@@ -51,7 +51,7 @@ bin/ratelab:
 	$(GO) build -trimpath -o $@ ./harness/cmd/ratelab
 
 ## demo: every demonstration; exits non-zero if any observation differs from its claim
-demo: demo-broken demo-fixed demo-fail demo-race demo-boundary
+demo: demo-broken demo-fixed demo-fail demo-race demo-check demo-boundary
 	@if command -v redis-server >/dev/null; then $(MAKE) --no-print-directory demo-redis; \
 	else echo "== demo-redis skipped: redis-server not found (install: apt-get install redis-server)"; fi
 	@if bin/ratelab db -check >/dev/null 2>&1; then $(MAKE) --no-print-directory demo-db; \
@@ -76,6 +76,11 @@ demo-fail: bin/ratelab
 demo-race: bin/ratelab
 	@echo "== demo-race: why the file store needs its lock, and how file locks go wrong"
 	@bin/ratelab race
+
+## demo-check: every hit of a run recorded, each history checked for linearizability (porcupine)
+demo-check: bin/ratelab
+	@echo "== demo-check: which runs some one-at-a-time order of the hits explains"
+	@bin/ratelab check
 
 ## demo-boundary: the 2 × limit burst at a fixed window's reset, and the algorithms that bound it
 demo-boundary: bin/ratelab

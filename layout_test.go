@@ -62,7 +62,7 @@ var layers = [][]string{
 	{"internal/sqlstore"},
 	{"fixed_filestore", "redis_store", "mysql_store", "postgres_store", "httplimit"},
 	{"internal/lab"},
-	{"race_tests", "window_boundary", "database_lock", "beyond_one_host"},
+	{"race_tests", "window_boundary", "database_lock", "beyond_one_host", "linearizability"},
 	{"harness", "docs"},
 	{"harness/cmd"},
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/httplimit"
 	"github.com/ratelab/ratelab/internal/childproc"
+	"github.com/ratelab/ratelab/linearizability"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
@@ -88,6 +89,12 @@ type App struct {
 	// FrontToken, set by the host for its workers, is the secret with
 	// which their front vouches for the client address it passes on.
 	FrontToken string
+	// History, if set, is a directory in which every process records each
+	// hit it passes to its store, for package linearizability to check;
+	// HistoryKills is how many kill tokens there the processes look for
+	// (linearizability.PlantKills).
+	History      string
+	HistoryKills int
 }
 
 // RuleName and KeyPrefix make the original's key: rule "demo-start"
@@ -196,6 +203,13 @@ func (c CheckedApp) handler(logger *slog.Logger) (http.Handler, error) {
 
 // handlerFor builds the endpoint on store.
 func (c CheckedApp) handlerFor(store ratelab.Store, logger *slog.Logger) (http.Handler, error) {
+	if c.History != "" {
+		rec, err := linearizability.NewRecorder(c.History, c.HistoryKills)
+		if err != nil {
+			return nil, err
+		}
+		store = rec.Store(store) // its file is closed when the process ends
+	}
 	l, err := ratelab.NewLimiter(store, c.rule)
 	if err != nil {
 		return nil, err

@@ -29,6 +29,8 @@ func (a App) env() []string {
 		"RATELAB_FRONT_TOKEN=" + a.FrontToken,
 		"RATELAB_TRUSTED_PROXIES=" + a.TrustedProxies,
 		"RATELAB_FORWARDED_HEADER=" + a.ForwardedHeader,
+		"RATELAB_HISTORY=" + a.History,
+		"RATELAB_HISTORY_KILLS=" + strconv.Itoa(a.HistoryKills),
 	}
 }
 
@@ -46,7 +48,8 @@ func appFromEnv() (CheckedApp, error) {
 func parseEnv() (App, error) {
 	a := App{Store: os.Getenv("RATELAB_STORE"), Dir: os.Getenv("RATELAB_DIR"), RedisURL: os.Getenv("RATELAB_REDIS"),
 		DSN: os.Getenv("RATELAB_DSN"), FrontToken: os.Getenv("RATELAB_FRONT_TOKEN"), Prefix: os.Getenv("RATELAB_PREFIX"),
-		TrustedProxies: os.Getenv("RATELAB_TRUSTED_PROXIES"), ForwardedHeader: os.Getenv("RATELAB_FORWARDED_HEADER")}
+		TrustedProxies: os.Getenv("RATELAB_TRUSTED_PROXIES"), ForwardedHeader: os.Getenv("RATELAB_FORWARDED_HEADER"),
+		History: os.Getenv("RATELAB_HISTORY")}
 	var err error
 	if a.Limit, err = strconv.Atoi(os.Getenv("RATELAB_LIMIT")); err != nil {
 		return a, fmt.Errorf("RATELAB_LIMIT: %w", err)
@@ -69,6 +72,11 @@ func parseEnv() (App, error) {
 	}
 	if a.RedisWaitTimeout, err = time.ParseDuration(os.Getenv("RATELAB_REDIS_WAIT_TIMEOUT")); err != nil {
 		return a, fmt.Errorf("RATELAB_REDIS_WAIT_TIMEOUT: %w", err)
+	}
+	if v := os.Getenv("RATELAB_HISTORY_KILLS"); v != "" {
+		if a.HistoryKills, err = strconv.Atoi(v); err != nil {
+			return a, fmt.Errorf("RATELAB_HISTORY_KILLS: %w", err)
+		}
 	}
 	if v := os.Getenv("RATELAB_NOW"); v != "" {
 		if a.Now, err = time.Parse(time.RFC3339Nano, v); err != nil {

@@ -234,6 +234,8 @@ func stressHitter(mode, path string) (func() error, error) {
 	case "lock-free-truncate-first":
 		c := &BrokenCounter{Path: path, Order: TruncateFirst}
 		return func() error { _, err := c.HitAt(demoNow()); return err }, nil
+	case "recorded-lock-free", "recorded-flock":
+		return recordedHitter(path, mode == "recorded-flock")
 	}
 	return nil, fmt.Errorf("unknown stress mode %q", mode)
 }

@@ -3,11 +3,19 @@
 package racetests
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
+	"time"
 
+	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/algorithm"
 	"github.com/ratelab/ratelab/internal/lab/stress"
+	"github.com/ratelab/ratelab/internal/poll"
+	"github.com/ratelab/ratelab/linearizability"
 )
 
 // StressModes returns the three ways the demonstration's stress run
@@ -37,4 +45,82 @@ func Stress(dir, mode string, procs, hits int) (StressResult, error) {
 	}
 	res.Counted = n
 	return res, nil
+}
+
+// RecordCounter starts procs processes of BrokenCounter, with its lock or
+// without, holds them at a barrier until all are ready, releases them
+// together, and lets each take hits hits on one key, every hit recorded
+// (package linearizability) in a history directory made in dir; it
+// returns the history. Every hit is at the same instant, under CountRule,
+// whose limit no run reaches: each decision tells its client the count.
+//
+// Without the lock, each process's first hit waits after its read until
+// every process has read, so that every run loses updates — two processes
+// told the same count — and not only the runs the scheduler interleaves;
+// the hits after the first race as they come.
+func RecordCounter(dir string, lock bool, procs, hits int) (linearizability.History, error) {
+	hdir, err := os.MkdirTemp(dir, "history-")
+	if err != nil {
+		return linearizability.History{}, err
+	}
+	defer os.RemoveAll(hdir)
+	mode := "recorded-lock-free"
+	if lock {
+		mode = "recorded-flock"
+	}
+	path := filepath.Join(dir, "recorded.json")
+	if _, _, err = stress.Run(roleStress, procs, "RATELAB_RACE_PATH="+path, "RATELAB_RACE_MODE="+mode,
+		"RATELAB_RACE_HITS="+strconv.Itoa(hits), "RATELAB_HISTORY="+hdir, "RATELAB_RACE_PROCS="+strconv.Itoa(procs)); err != nil {
+		return linearizability.History{}, err
+	}
+	return linearizability.Read(hdir)
+}
+
+// recordedHitter returns one hit of a BrokenCounter on path, recorded in
+// the history directory RATELAB_HISTORY names.
+func recordedHitter(path string, lock bool) (func() error, error) {
+	rec, err := linearizability.NewRecorder(os.Getenv("RATELAB_HISTORY"), 0)
+	if err != nil {
+		return nil, err
+	}
+	c := &BrokenCounter{Path: path, Lock: lock}
+	if !lock {
+		procs, err := strconv.Atoi(os.Getenv("RATELAB_RACE_PROCS"))
+		if err != nil {
+			return nil, fmt.Errorf("RATELAB_RACE_PROCS: %w", err)
+		}
+		var once sync.Once
+		c.AfterRead = func(int64) { once.Do(func() { barrier(os.Getenv("RATELAB_HISTORY"), procs) }) }
+	}
+	s := rec.Store(counterStore{c})
+	ctx, r := context.Background(), CountRule()
+	return func() error { _, err := s.TakeAt(ctx, r, StressKey, demoNow()); return err }, nil
+}
+
+// barrier marks this process as arrived in dir and returns when procs
+// processes have (or after 10 s, when one never came: the run is then
+// only as lossy as the scheduler makes it, and says so if it is not).
+func barrier(dir string, procs int) {
+	os.WriteFile(filepath.Join(dir, "arrived-"+strconv.Itoa(os.Getpid())), nil, 0o600)
+	poll.Until(10*time.Second, time.Millisecond, func() error {
+		m, err := filepath.Glob(filepath.Join(dir, "arrived-*"))
+		if err == nil && len(m) < procs {
+			err = fmt.Errorf("%d of %d processes arrived", len(m), procs)
+		}
+		return err
+	})
+}
+
+// counterStore is a BrokenCounter as a store of CountRule, so that its
+// hits can be recorded: the decision of each is the fixed window's for the
+// count it wrote.
+type counterStore struct{ c *BrokenCounter }
+
+// TakeAt takes one hit at now; r is CountRule, key is not used.
+func (s counterStore) TakeAt(_ context.Context, r ratelab.Rule, _ string, now time.Time) (ratelab.Decision, error) {
+	next, err := s.c.HitAt(now)
+	if err != nil {
+		return ratelab.Decision{}, err
+	}
+	return algorithm.FixedDecision(r.Normalized(), next.Count, next.ResetAt, now), nil
 }

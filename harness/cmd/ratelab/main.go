@@ -9,7 +9,9 @@
 //   - race, boundary, redis, bench (cmd_lessons.go): the lessons and the
 //     measurements;
 //   - db (cmd_db.go): the database lock, on private MariaDB and
-//     PostgreSQL servers.
+//     PostgreSQL servers;
+//   - check (cmd_check.go): every hit of a run recorded, and the history
+//     checked for linearizability.
 //
 // DIR is the base directory; state lives in DIR/rate-limits. Exit status:
 // 0 success (for hit: allowed), 3 throttled (hit only), 2 bad usage, 1
@@ -85,6 +87,8 @@ func commands() []command {
 		{"bench", "[-o FILE] [-quick]", "per-hit costs and cross-process throughput", cmdBench},
 		{"redis", "[-redis URL] [-requests] [-limit] [-window] [-workers] [-concurrency] [-at RFC3339] [-stable] [-svg FILE]",
 			"beyond one host: files against Redis, and two Redis pitfalls", cmdRedis},
+		{"check", "[-store memory|file|redis] [-model single|pool|cgi|two-hosts] [-algorithm fixed|sliding|log|gcra] [-clients] [-hits] [-workers] [-fault none|kill] [-html FILE]",
+			"record every hit of a run and check the history for linearizability", cmdCheck},
 		{"db", "[-check] [-mysql DSN] [-postgres URL] [-requests] [-limit] [-window] [-workers] [-concurrency] [-at RFC3339] [-stable] [-force]",
 			"the database lock: lost updates in SQL, lock rows, two hosts on one database", cmdDB},
 	}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCheckClaims runs the table of claims: every row's verdict is the
+// one claimed, or the command exits 1 and the row says FAIL.
+func TestCheckClaims(t *testing.T) {
+	code, out, errb := cli("check")
+	if code != exitOK {
+		t.Fatalf("ratelab check: exit %d, want 0\n%s\n%s", code, out, errb)
+	}
+	rows := checkTable()
+	for _, r := range rows {
+		line := lineWith(out, r.name+" ")
+		if !strings.Contains(line, r.want+"; ") || !strings.HasSuffix(line, " ok") {
+			t.Errorf("row %q: %q, want observed %q and ok", r.name, line, r.want)
+		}
+	}
+	if !strings.Contains(out, "PASS: ") {
+		t.Errorf("no PASS line:\n%s", out)
+	}
+}
+
+// lineWith returns the first line of out that starts with prefix.
+func lineWith(out, prefix string) string {
+	for line := range strings.SplitSeq(out, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
+}
+
+func TestCheckOneHistory(t *testing.T) {
+	html := filepath.Join(t.TempDir(), "pool.html")
+	for _, tt := range []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"-store", "memory", "-model", "pool", "-html", html}, exitFailure, "not linearizable: 80 operations from 4 processes"},
+		{[]string{"-store", "file", "-model", "cgi", "-algorithm", "log", "-clients", "4", "-hits", "5"}, exitOK, "linearizable: 20 operations from 20 processes"},
+		{[]string{"-counter", "lock-free"}, exitFailure, "not linearizable: 80 operations from 8 processes"},
+	} {
+		code, out, errb := cli(append([]string{"check"}, tt.args...)...)
+		if code != tt.code || !strings.HasPrefix(out, tt.out) {
+			t.Errorf("check %v: exit %d, %q; want exit %d, %q\n%s", tt.args, code, out, tt.code, tt.out, errb)
+		}
+	}
+	if b, err := os.ReadFile(html); err != nil || !strings.Contains(string(b), "<html") {
+		t.Errorf("-html: %v, %d bytes, want porcupine's page", err, len(b))
+	}
+}
+
+func TestCheckUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"-store", "sqlite"},
+		{"-store", "file", "-model", "fpm"},
+		{"-store", "file", "-fault", "stop"},
+		{"-store", "file", "-clients", "0"},
+		{"-store", "file", "-counter", "flock"},
+		{"-counter", "mutex"},
+		{"-html", "x.html"},
+		{"-store", "file", "-algorithm", "leaky"},
+	} {
+		if code, _, errb := cli(append([]string{"check"}, args...)...); code != exitUsage {
+			t.Errorf("check %v: exit %d, want %d (usage)\n%s", args, code, exitUsage, errb)
+		}
+	}
+}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/internal/claim"
+	"github.com/ratelab/ratelab/internal/lab/redisserver"
+	"github.com/ratelab/ratelab/linearizability"
+	racetests "github.com/ratelab/ratelab/race_tests"
+)
+
+// checkRun is one configuration ratelab check runs and checks.
+type checkRun struct {
+	store, model  string
+	algorithm     ratelab.Algorithm
+	clients, hits int
+	workers       int
+	kills         int // processes killed mid-hit (-fault kill)
+	// counter, if set, runs race_tests' counter (lock-free or flock) in
+	// processes hitting it directly, instead of store under model.
+	counter string
+	html    string // where to write porcupine's visualization
+}
+
+// checkTimeout bounds the checker's search for one history.
+const checkTimeout = time.Minute
+
+func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
+	f := newFlags("check", stdout)
+	c := checkRun{}
+	f.StringVar(&c.store, "store", "", "memory, file or redis (default: run the table of claims)")
+	f.StringVar(&c.model, "model", "single", "execution model: single, pool, cgi or two-hosts")
+	alg := f.String("algorithm", "fixed", "fixed, sliding, log or gcra")
+	f.IntVar(&c.clients, "clients", 8, "clients sending at once (> 0)")
+	f.IntVar(&c.hits, "hits", 10, "requests each client sends, one after another (> 0)")
+	fault := f.String("fault", "none", "none, or kill: two processes SIGKILL themselves in the middle of a hit")
+	f.StringVar(&c.counter, "counter", "", "lock-free or flock: race_tests' counter in processes that hit it directly, instead of -store")
+	f.StringVar(&c.html, "html", "", "write porcupine's visualization of the history to this file")
+	f.workersFlag()
+	if err := f.parse(args); err != nil {
+		return 0, err
+	}
+	c.workers, c.algorithm = f.workers, ratelab.Algorithm(*alg)
+	if err := c.check(*fault); err != nil {
+		return 0, err
+	}
+	if c.store == "" && c.counter == "" {
+		return checkClaims(stdout, stderr)
+	}
+	v, err := c.run(stderr)
+	if err != nil {
+		return 0, err
+	}
+	fmt.Fprintln(stdout, v)
+	if !v.Linearizable {
+		return exitFailure, nil
+	}
+	return exitOK, nil
+}
+
+// check reports bad flags, and reads -fault.
+func (c *checkRun) check(fault string) error {
+	switch {
+	case c.clients <= 0 || c.hits <= 0:
+		return usagef("-clients and -hits must be positive")
+	case c.clients*c.hits > 100000:
+		return usagef("-clients × -hits %d is more than 100000 hits", c.clients*c.hits)
+	case fault != "none" && fault != "kill":
+		return usagef("-fault %q: use none or kill", fault)
+	case c.store == "" && c.counter == "" && c.html != "":
+		return usagef("-html needs -store or -counter: the table of claims runs many histories")
+	case c.store != "" && c.counter != "":
+		return usagef("-store and -counter: choose one")
+	case c.counter != "" && c.counter != "lock-free" && c.counter != "flock":
+		return usagef("-counter %q: use lock-free or flock", c.counter)
+	}
+	if fault == "kill" {
+		c.kills = 2
+	}
+	if _, err := harness.ParseModel(c.model); err != nil {
+		return usagef("%v", err)
+	}
+	switch c.store {
+	case "", "memory", "file", "redis":
+	default:
+		return usagef("-store %q: use memory, file or redis", c.store)
+	}
+	return nil
+}
+
+// run records one history of c and checks it.
+func (c checkRun) run(stderr io.Writer) (linearizability.Verdict, error) {
+	dir, cleanup, err := scratch("check")
+	if err != nil {
+		return linearizability.Verdict{}, err
+	}
+	defer cleanup()
+	limit := max(c.clients*c.hits/2, 1) // half the hits allowed, half refused
+	app := harness.App{Store: c.store, Dir: dir, Limit: limit, Window: time.Hour, Algorithm: c.algorithm,
+		FailPolicy: ratelab.FailClosed}
+	if c.algorithm == ratelab.GCRA {
+		app.Burst = limit
+	}
+	if c.store == "redis" { // a private server: a history starts from no state
+		srv, err := redisserver.Start()
+		if err != nil {
+			return linearizability.Verdict{}, err
+		}
+		defer srv.Stop()
+		app.RedisURL = srv.URL()
+	}
+	if c.counter != "" {
+		hist, err := racetests.RecordCounter(dir, c.counter == "flock", c.clients, c.hits)
+		if err != nil {
+			return linearizability.Verdict{}, err
+		}
+		return linearizability.Check(hist, c.html, checkTimeout)
+	}
+	if err := app.Validate(); err != nil {
+		return linearizability.Verdict{}, usagef("%v", err)
+	}
+	cfg := harness.Config{Model: harness.Model(c.model), App: app, Workers: c.workers, Stderr: stderr}
+	if c.kills > 0 {
+		cfg.Stderr = io.Discard // the killed processes' clients are told, and the front logs each
+	}
+	hist, _, err := harness.Record(context.Background(), cfg, harness.Recording{Clients: c.clients, Hits: c.hits, Kills: c.kills}, dir)
+	if err != nil {
+		return linearizability.Verdict{}, err
+	}
+	if c.kills > 0 && hist.Pending < c.kills {
+		return linearizability.Verdict{}, fmt.Errorf("check: %d processes were to die mid-hit, the history shows %d", c.kills, hist.Pending)
+	}
+	v, err := linearizability.Check(hist, c.html, checkTimeout)
+	if errors.Is(err, linearizability.ErrUndecided) {
+		return v, fmt.Errorf("check: %w: use fewer -clients or -hits", err)
+	}
+	return v, err
+}
+
+// checkClaims runs the table of claims and prints it.
+func checkClaims(stdout, stderr io.Writer) (int, error) {
+	var rows []claim.Claim
+	for _, r := range checkTable() {
+		start := time.Now()
+		v, err := r.run.run(io.Discard)
+		if err != nil {
+			return 0, fmt.Errorf("check %s: %w", r.name, err)
+		}
+		got := "linearizable"
+		if !v.Linearizable {
+			got = "not linearizable"
+		}
+		rows = append(rows, claim.Claim{Case: r.name, Expected: r.want, Observed: got,
+			Detail: fmt.Sprintf("%d hits, %d unanswered, %d processes", v.Ops, v.Pending, v.Processes)})
+		fmt.Fprintf(stderr, "check: %s: %s in %v\n", r.name, got, time.Since(start).Round(time.Millisecond))
+	}
+	claim.Table(stdout, "history", rows)
+	if !redisserver.Available() {
+		fmt.Fprintln(stdout, "(the redis rows were skipped: redis-server not found; install it with "+redisserver.InstallHint+")")
+	}
+	fmt.Fprintln(stdout)
+	return claim.Verdict(stdout, claim.All(rows), "every history's verdict is the one claimed"), nil
+}
+
+// checkRow is one claim of ratelab check.
+type checkRow struct {
+	name, want string
+	run        checkRun
+}
+
+// checkTable is the table of claims. Every history starts from no state,
+// allows half its hits and refuses the rest.
+func checkTable() []checkRow {
+	const yes, no = "linearizable", "not linearizable"
+	run := func(store, model string, alg ratelab.Algorithm, kills int) checkRun {
+		return checkRun{store: store, model: model, algorithm: alg, clients: 8, hits: 10, workers: 4, kills: kills}
+	}
+	rows := []checkRow{
+		{"memory, single", yes, run("memory", "single", ratelab.FixedWindow, 0)},
+		{"memory, pool", no, run("memory", "pool", ratelab.FixedWindow, 0)},
+		{"memory, cgi", no, run("memory", "cgi", ratelab.FixedWindow, 0)},
+	}
+	for _, alg := range []ratelab.Algorithm{ratelab.FixedWindow, ratelab.SlidingCounter, ratelab.SlidingLog, ratelab.GCRA} {
+		for _, model := range []string{"single", "pool", "cgi"} {
+			rows = append(rows, checkRow{fmt.Sprintf("file, %s, %s", model, alg), yes, run("file", model, alg, 0)})
+		}
+	}
+	rows = append(rows,
+		checkRow{"file, pool, 2 workers killed mid-hit", yes, run("file", "pool", ratelab.FixedWindow, 2)},
+		checkRow{"file, cgi, 2 processes killed mid-hit", yes, run("file", "cgi", ratelab.FixedWindow, 2)},
+		checkRow{"file, two hosts, a directory each", no, run("file", "two-hosts", ratelab.FixedWindow, 0)},
+		checkRow{"read-modify-write without a lock", no, checkRun{counter: "lock-free", clients: 8, hits: 10}},
+		checkRow{"read-modify-write under flock", yes, checkRun{counter: "flock", clients: 8, hits: 10}},
+	)
+	if redisserver.Available() {
+		rows = append(rows, checkRow{"redis, pool", yes, run("redis", "pool", ratelab.FixedWindow, 0)},
+			checkRow{"redis, cgi, gcra", yes, run("redis", "cgi", ratelab.GCRA, 0)})
+	}
+	return rows
+}

@@ -1,0 +1,55 @@
+package linearizability
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// A Verdict is what the checker found in a history.
+type Verdict struct {
+	Linearizable bool
+	Ops          int // operations checked, Pending among them
+	Pending      int
+	Processes    int
+	Took         time.Duration // the checker's time
+}
+
+// String is the verdict line: it contains "linearizable" or "not
+// linearizable", and the operation count.
+func (v Verdict) String() string {
+	s := "linearizable"
+	if !v.Linearizable {
+		s = "not linearizable"
+	}
+	return fmt.Sprintf("%s: %d operations from %d processes (%d without an answer), checked in %v",
+		s, v.Ops, v.Processes, v.Pending, v.Took.Round(time.Millisecond))
+}
+
+// ErrUndecided is returned when the checker could not decide in time.
+var ErrUndecided = errors.New("linearizability: the checker could not decide in time")
+
+// Check checks h. If html is not "", it writes porcupine's visualization
+// there: every hit on a time line and, for a history that is not
+// linearizable, the longest order that explains a prefix of it and the
+// hits that cannot come next. timeout bounds the search (0: none).
+func Check(h History, html string, timeout time.Duration) (Verdict, error) {
+	if len(h.Ops) == 0 {
+		return Verdict{}, errors.New("linearizability: the history is empty: no process recorded a hit")
+	}
+	start := time.Now()
+	res, info := porcupine.CheckOperationsVerbose(model, h.Ops, timeout)
+	v := Verdict{Linearizable: res == porcupine.Ok, Ops: len(h.Ops), Pending: h.Pending, Processes: h.Processes,
+		Took: time.Since(start)}
+	if res == porcupine.Unknown {
+		return v, fmt.Errorf("%w (%v, %d operations)", ErrUndecided, timeout, len(h.Ops))
+	}
+	if html != "" {
+		if err := porcupine.VisualizePath(model, info, html); err != nil {
+			return v, fmt.Errorf("linearizability: %w", err)
+		}
+	}
+	return v, nil
+}

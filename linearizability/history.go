@@ -1,0 +1,112 @@
+package linearizability
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/ratelab/ratelab"
+)
+
+// A History is every hit the processes of one run recorded, as porcupine
+// operations: Input is an input, Output an output, ClientId the process
+// (the order of its history file).
+type History struct {
+	Ops       []porcupine.Operation
+	Processes int
+	Pending   int // calls with no return: killed mid-hit, failed, or not counted
+}
+
+// input is what a hit gave its store.
+type input struct {
+	Rule ratelab.Rule // normalized
+	Key  string
+	At   time.Time
+}
+
+// output is what the store answered, if anyone was told (Known).
+type output struct {
+	Known      bool
+	Allowed    bool
+	Remaining  int64
+	RetryAfter time.Duration
+}
+
+// Read reads the history files in dir, which NewRecorder wrote. A call
+// with no return becomes an operation that returns at the end of time
+// with an unknown output: the checker may place it anywhere after its
+// call.
+func Read(dir string) (History, error) {
+	names, err := filepath.Glob(filepath.Join(dir, "h-*.jsonl"))
+	if err != nil {
+		return History{}, err
+	}
+	slices.Sort(names)
+	h := History{Processes: len(names)}
+	for client, name := range names {
+		ops, err := readFile(name, client)
+		if err != nil {
+			return History{}, err
+		}
+		for _, op := range ops {
+			if !op.Output.(output).Known {
+				h.Pending++
+			}
+		}
+		h.Ops = append(h.Ops, ops...)
+	}
+	return h, nil
+}
+
+// readFile reads one process's history.
+func readFile(name string, client int) ([]porcupine.Operation, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var ops []porcupine.Operation
+	at := map[int64]int{} // op number → its place in ops
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		var e event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return nil, fmt.Errorf("linearizability: %s:%d: %w", name, line, err)
+		}
+		if err := add(&ops, at, e, client); err != nil {
+			return nil, fmt.Errorf("linearizability: %s:%d: %w", name, line, err)
+		}
+	}
+	return ops, sc.Err()
+}
+
+// add adds the call or return e to ops.
+func add(ops *[]porcupine.Operation, at map[int64]int, e event, client int) error {
+	if e.Rule != nil { // a call
+		if err := e.Rule.Validate(); err != nil {
+			return err
+		}
+		if _, dup := at[e.Op]; dup {
+			return fmt.Errorf("operation %d called twice", e.Op)
+		}
+		at[e.Op] = len(*ops)
+		*ops = append(*ops, porcupine.Operation{ClientId: client, Call: e.Call, Return: math.MaxInt64,
+			Input:  input{Rule: e.Rule.Normalized(), Key: e.Key, At: time.Unix(0, e.At).UTC()},
+			Output: output{}})
+		return nil
+	}
+	i, ok := at[e.Op]
+	if !ok || (*ops)[i].Output.(output).Known {
+		return fmt.Errorf("a return of operation %d without its call, or twice", e.Op)
+	}
+	(*ops)[i].Return = e.Return
+	(*ops)[i].Output = output{Known: true, Allowed: e.Allowed, Remaining: e.Remaining, RetryAfter: e.RetryAfter}
+	return nil
+}
