@@ -102,6 +102,7 @@ figures: bin/ratelab
 	bin/ratelab boundary -svg docs/figures/window-boundary.svg -weight-svg docs/figures/sliding-weight.svg
 	bin/ratelab race -figures docs/figures
 	bin/ratelab redis -svg docs/figures/redis-failover.svg
+	bin/ratelab check -store memory -model pool -clients 1 -hits 8 -svg docs/figures/linearizability-pool.svg; test $$? -eq 1
 
 ## serve-broken / serve-fixed: a server to curl in a workshop (Ctrl-C stops it)
 serve-broken: bin/ratelab

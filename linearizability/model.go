@@ -66,12 +66,5 @@ func byRuleAndKey(ops []porcupine.Operation) [][]porcupine.Operation {
 // describeHit is how the visualization labels a hit.
 func describeHit(in, out any) string {
 	i, o := in.(input), out.(output)
-	at := i.At.Format("15:04:05.000")
-	switch {
-	case !o.Known:
-		return fmt.Sprintf("hit at %s → no answer (killed or failed)", at)
-	case o.Allowed:
-		return fmt.Sprintf("hit at %s → allowed, %d left", at, o.Remaining)
-	}
-	return fmt.Sprintf("hit at %s → refused, retry in %v", at, o.RetryAfter)
+	return fmt.Sprintf("hit at %s → %s", i.At.Format("15:04:05.000"), answer(o))
 }

@@ -82,6 +82,8 @@ type recording struct {
 	rec *Recorder
 }
 
+// !+record
+
 // TakeAt records the call, takes the hit in the wrapped store, and
 // records the decision.
 func (s *recording) TakeAt(ctx context.Context, rule ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
@@ -106,3 +108,5 @@ func (s *recording) TakeAt(ctx context.Context, rule ratelab.Rule, key string, n
 	}
 	return d, nil
 }
+
+// !-record

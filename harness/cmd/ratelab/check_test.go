@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,5 +72,28 @@ func TestCheckUsage(t *testing.T) {
 		if code, _, errb := cli(append([]string{"check"}, args...)...); code != exitUsage {
 			t.Errorf("check %v: exit %d, want %d (usage)\n%s", args, code, exitUsage, errb)
 		}
+	}
+}
+
+// TestCheckFigure draws the chapter's figure again: the memory store under
+// a pool, one client, one hit at a time, is the same history on every run.
+func TestCheckFigure(t *testing.T) {
+	svg := filepath.Join(t.TempDir(), "pool.svg")
+	if code, out, errb := cli("check", "-store", "memory", "-model", "pool", "-clients", "1", "-hits", "8", "-svg", svg); code != exitFailure {
+		t.Fatalf("exit %d, want 1 (not linearizable)\n%s%s", code, out, errb)
+	}
+	got, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "figures", "linearizability-pool.svg"))
+	if err != nil {
+		t.Fatal(err, ": run make figures")
+	}
+	if !bytes.Equal(got, want) {
+		t.Error("docs/figures/linearizability-pool.svg is stale: run make figures")
+	}
+	if !bytes.Contains(got, []byte("hit 2: allowed, 3 left")) || !bytes.Contains(got, []byte("not linearizable")) {
+		t.Errorf("the figure does not show hit 2 told 3 left, not linearizable:\n%s", got)
 	}
 }

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/ratelab/ratelab"
@@ -26,6 +28,7 @@ type checkRun struct {
 	// processes hitting it directly, instead of store under model.
 	counter string
 	html    string // where to write porcupine's visualization
+	svg     string // where to draw the history (linearizability.WriteSVG)
 }
 
 // checkTimeout bounds the checker's search for one history.
@@ -41,6 +44,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	f.IntVar(&c.hits, "hits", 10, "requests each client sends, one after another (> 0)")
 	fault := f.String("fault", "none", "none, or kill: two processes SIGKILL themselves in the middle of a hit")
 	f.StringVar(&c.counter, "counter", "", "lock-free or flock: race_tests' counter in processes that hit it directly, instead of -store")
+	f.StringVar(&c.svg, "svg", "", "draw the history as a sequence diagram in this file (for one client: -clients 1)")
 	f.StringVar(&c.html, "html", "", "write porcupine's visualization of the history to this file")
 	f.workersFlag()
 	if err := f.parse(args); err != nil {
@@ -73,7 +77,7 @@ func (c *checkRun) check(fault string) error {
 		return usagef("-clients × -hits %d is more than 100000 hits", c.clients*c.hits)
 	case fault != "none" && fault != "kill":
 		return usagef("-fault %q: use none or kill", fault)
-	case c.store == "" && c.counter == "" && c.html != "":
+	case c.store == "" && c.counter == "" && (c.html != "" || c.svg != ""):
 		return usagef("-html needs -store or -counter: the table of claims runs many histories")
 	case c.store != "" && c.counter != "":
 		return usagef("-store and -counter: choose one")
@@ -133,6 +137,11 @@ func (c checkRun) run(stderr io.Writer) (linearizability.Verdict, error) {
 	if err != nil {
 		return linearizability.Verdict{}, err
 	}
+	if c.svg != "" {
+		if err := writeSVG(c.svg, hist, c); err != nil {
+			return linearizability.Verdict{}, err
+		}
+	}
 	if c.kills > 0 && hist.Pending < c.kills {
 		return linearizability.Verdict{}, fmt.Errorf("check: %d processes were to die mid-hit, the history shows %d", c.kills, hist.Pending)
 	}
@@ -158,7 +167,7 @@ func checkClaims(stdout, stderr io.Writer) (int, error) {
 		}
 		rows = append(rows, claim.Claim{Case: r.name, Expected: r.want, Observed: got,
 			Detail: fmt.Sprintf("%d hits, %d unanswered, %d processes", v.Ops, v.Pending, v.Processes)})
-		fmt.Fprintf(stderr, "check: %s: %s in %v\n", r.name, got, time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(stderr, "check: %s: %s (run %v, checker %v)\n", r.name, got, time.Since(start).Round(time.Millisecond), v.Took.Round(time.Millisecond))
 	}
 	claim.Table(stdout, "history", rows)
 	if !redisserver.Available() {
@@ -203,4 +212,14 @@ func checkTable() []checkRow {
 			checkRow{"redis, cgi, gcra", yes, run("redis", "cgi", ratelab.GCRA, 0)})
 	}
 	return rows
+}
+
+// writeSVG draws hist into the file name.
+func writeSVG(name string, hist linearizability.History, c checkRun) error {
+	var b bytes.Buffer
+	title := fmt.Sprintf("The %s store under %s: %d hits from one client, one at a time", c.store, c.model, c.hits)
+	if err := linearizability.WriteSVG(&b, hist, title); err != nil {
+		return err
+	}
+	return os.WriteFile(name, b.Bytes(), 0o644)
 }
