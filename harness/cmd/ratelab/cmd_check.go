@@ -62,6 +62,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	fmt.Fprintln(stdout, v)
+	fmt.Fprintf(stderr, "check: the checker took %v\n", v.Took.Round(time.Millisecond))
 	if !v.Linearizable {
 		return exitFailure, nil
 	}
