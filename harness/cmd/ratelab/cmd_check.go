@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab"
+	beyondonehost "github.com/ratelab/ratelab/beyond_one_host"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/claim"
 	"github.com/ratelab/ratelab/internal/lab/redisserver"
+	"github.com/ratelab/ratelab/internal/lab/sqlserver"
 	"github.com/ratelab/ratelab/linearizability"
 	racetests "github.com/ratelab/ratelab/race_tests"
 )
@@ -29,6 +31,10 @@ type checkRun struct {
 	counter string
 	html    string // where to write porcupine's visualization
 	svg     string // where to draw the history (linearizability.WriteSVG)
+	// failover runs the Redis failover lesson (-fault failover), with
+	// WaitReplicas redisWait.
+	failover  bool
+	redisWait int
 }
 
 // checkTimeout bounds the checker's search for one history.
@@ -37,12 +43,13 @@ const checkTimeout = time.Minute
 func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("check", stdout)
 	c := checkRun{}
-	f.StringVar(&c.store, "store", "", "memory, file or redis (default: run the table of claims)")
+	f.StringVar(&c.store, "store", "", "memory, file, redis, mysql or postgres, the servers private (default: run the table of claims)")
 	f.StringVar(&c.model, "model", "single", "execution model: single, pool, cgi or two-hosts")
 	alg := f.String("algorithm", "fixed", "fixed, sliding, log or gcra")
 	f.IntVar(&c.clients, "clients", 8, "clients sending at once (> 0)")
 	f.IntVar(&c.hits, "hits", 10, "requests each client sends, one after another (> 0)")
-	fault := f.String("fault", "none", "none, or kill: two processes SIGKILL themselves in the middle of a hit")
+	fault := f.String("fault", "none", "none; kill: two processes SIGKILL themselves in the middle of a hit; failover: -store redis only, the primary killed and its replica promoted")
+	f.IntVar(&c.redisWait, "redis-wait", 0, "with -fault failover: replicas each hit waits for (0 or 1)")
 	f.StringVar(&c.counter, "counter", "", "lock-free or flock: race_tests' counter in processes that hit it directly, instead of -store")
 	f.StringVar(&c.svg, "svg", "", "draw the history as a sequence diagram in this file (for one client: -clients 1)")
 	f.StringVar(&c.html, "html", "", "write porcupine's visualization of the history to this file")
@@ -76,8 +83,12 @@ func (c *checkRun) check(fault string) error {
 		return usagef("-clients and -hits must be positive")
 	case c.clients*c.hits > 100000:
 		return usagef("-clients × -hits %d is more than 100000 hits", c.clients*c.hits)
-	case fault != "none" && fault != "kill":
-		return usagef("-fault %q: use none or kill", fault)
+	case fault != "none" && fault != "kill" && fault != "failover":
+		return usagef("-fault %q: use none, kill or failover", fault)
+	case fault == "failover" && c.store != "redis":
+		return usagef("-fault failover needs -store redis")
+	case c.redisWait < 0 || c.redisWait > 1 || c.redisWait > 0 && fault != "failover":
+		return usagef("-redis-wait %d: 0 or 1, with -fault failover", c.redisWait)
 	case c.store == "" && c.counter == "" && (c.html != "" || c.svg != ""):
 		return usagef("-html needs -store or -counter: the table of claims runs many histories")
 	case c.store != "" && c.counter != "":
@@ -85,16 +96,15 @@ func (c *checkRun) check(fault string) error {
 	case c.counter != "" && c.counter != "lock-free" && c.counter != "flock":
 		return usagef("-counter %q: use lock-free or flock", c.counter)
 	}
-	if fault == "kill" {
-		c.kills = 2
-	}
+	c.kills = map[string]int{"kill": 2}[fault]
+	c.failover = fault == "failover"
 	if _, err := harness.ParseModel(c.model); err != nil {
 		return usagef("%v", err)
 	}
 	switch c.store {
-	case "", "memory", "file", "redis":
+	case "", "memory", "file", "redis", "mysql", "postgres":
 	default:
-		return usagef("-store %q: use memory, file or redis", c.store)
+		return usagef("-store %q: use memory, file, redis, mysql or postgres", c.store)
 	}
 	return nil
 }
@@ -112,16 +122,13 @@ func (c checkRun) run(stderr io.Writer) (linearizability.Verdict, error) {
 	if c.algorithm == ratelab.GCRA {
 		app.Burst = limit
 	}
-	if c.store == "redis" { // a private server: a history starts from no state
-		srv, err := redisserver.Start()
-		if err != nil {
-			return linearizability.Verdict{}, err
-		}
-		defer srv.Stop()
-		app.RedisURL = srv.URL()
+	stop, err := c.privateServer(&app)
+	if err != nil {
+		return linearizability.Verdict{}, err
 	}
-	if c.counter != "" {
-		hist, err := racetests.RecordCounter(dir, c.counter == "flock", c.clients, c.hits)
+	defer stop()
+	if record := c.lesson(); record != nil {
+		hist, err := record(dir)
 		if err != nil {
 			return linearizability.Verdict{}, err
 		}
@@ -153,6 +160,58 @@ func (c checkRun) run(stderr io.Writer) (linearizability.Verdict, error) {
 	return v, err
 }
 
+// lesson returns what records c's history when it is one of the lessons'
+// runs rather than a store under an execution model: race_tests' counter
+// (-counter), the Redis failover (-fault failover).
+func (c checkRun) lesson() func(dir string) (linearizability.History, error) {
+	switch {
+	case c.counter != "":
+		return func(dir string) (linearizability.History, error) {
+			return racetests.RecordCounter(dir, c.counter == "flock", c.clients, c.hits)
+		}
+	case c.failover:
+		mode := beyondonehost.Asynchronous
+		if c.redisWait > 0 {
+			mode = beyondonehost.WaitForReplica
+		}
+		return func(dir string) (linearizability.History, error) {
+			return beyondonehost.FailoverHistory(context.Background(), mode, dir)
+		}
+	}
+	return nil
+}
+
+// privateServer starts the private server the store of app needs, if
+// any, and points app at it: a history starts from no state. It returns
+// what stops the server.
+func (c checkRun) privateServer(app *harness.App) (stop func(), err error) {
+	switch c.store {
+	case "redis":
+		srv, err := redisserver.Start()
+		if err != nil {
+			return nil, err
+		}
+		app.RedisURL = srv.URL()
+		return srv.Stop, nil
+	case "mysql", "postgres":
+		start := sqlserver.StartMariaDB
+		if c.store == "postgres" {
+			start = sqlserver.StartPostgres
+		}
+		srv, err := start()
+		if err != nil {
+			return nil, err
+		}
+		app.DSN = srv.DSN
+		if _, err := app.CheckDatabase(context.Background()); err != nil { // creates the tables
+			srv.Stop()
+			return nil, err
+		}
+		return srv.Stop, nil
+	}
+	return func() {}, nil
+}
+
 // checkClaims runs the table of claims and prints it.
 func checkClaims(stdout, stderr io.Writer) (int, error) {
 	var rows []claim.Claim
@@ -171,8 +230,17 @@ func checkClaims(stdout, stderr io.Writer) (int, error) {
 		fmt.Fprintf(stderr, "check: %s: %s (run %v, checker %v)\n", r.name, got, time.Since(start).Round(time.Millisecond), v.Took.Round(time.Millisecond))
 	}
 	claim.Table(stdout, "history", rows)
-	if !redisserver.Available() {
-		fmt.Fprintln(stdout, "(the redis rows were skipped: redis-server not found; install it with "+redisserver.InstallHint+")")
+	for _, missing := range []struct {
+		rows, hint string
+		found      bool
+	}{
+		{"redis", "redis-server not found; install it with " + redisserver.InstallHint, redisserver.Available()},
+		{"mysql", "mariadbd not found; install it with " + sqlserver.MariaDBInstallHint, sqlserver.MariaDBAvailable()},
+		{"postgres", "postgres not found; install it with " + sqlserver.PostgresInstallHint, sqlserver.PostgresAvailable()},
+	} {
+		if !missing.found {
+			fmt.Fprintf(stdout, "(the %s rows were skipped: %s)\n", missing.rows, missing.hint)
+		}
 	}
 	fmt.Fprintln(stdout)
 	return claim.Verdict(stdout, claim.All(rows), "every history's verdict is the one claimed"), nil
@@ -210,7 +278,15 @@ func checkTable() []checkRow {
 	)
 	if redisserver.Available() {
 		rows = append(rows, checkRow{"redis, pool", yes, run("redis", "pool", ratelab.FixedWindow, 0)},
-			checkRow{"redis, cgi, gcra", yes, run("redis", "cgi", ratelab.GCRA, 0)})
+			checkRow{"redis, cgi, gcra", yes, run("redis", "cgi", ratelab.GCRA, 0)},
+			checkRow{"redis, failover, replication asynchronous", no, checkRun{store: "redis", failover: true}},
+			checkRow{"redis, failover, WAIT for 1 replica", yes, checkRun{store: "redis", failover: true, redisWait: 1}})
+	}
+	if sqlserver.MariaDBAvailable() {
+		rows = append(rows, checkRow{"mysql, pool, sliding", yes, run("mysql", "pool", ratelab.SlidingCounter, 0)})
+	}
+	if sqlserver.PostgresAvailable() {
+		rows = append(rows, checkRow{"postgres, cgi, log", yes, run("postgres", "cgi", ratelab.SlidingLog, 0)})
 	}
 	return rows
 }
