@@ -9,10 +9,11 @@ import (
 
 // The read-then-write lesson's claim depends on the server. MySQL and
 // MariaDB's REPEATABLE READ used not to look for a write-write conflict:
-// the second writer overwrites the first. MariaDB 10.6.18, 10.11.8 and
-// 11.4.2 added innodb_snapshot_isolation, and 11.6.2 turned it on by
-// default (MDEV-35124): the second writer's UPDATE is refused with ERROR
-// 1020, its transaction rolled back, and nothing is lost if it retries.
+// the second writer overwrites the first. MariaDB 10.6.18, 10.11.8, 11.4.2
+// (and the other series of their day) added innodb_snapshot_isolation,
+// off, and 11.6.2 turned it on by default (MDEV-35124): the second
+// writer's UPDATE is refused with ERROR 1020, its transaction rolled back,
+// and nothing is lost if it retries.
 
 // refusedRetried is the claim with snapshot isolation on.
 const refusedRetried = "ERROR 1020 for A, retried: 0 of 2 lost"
@@ -20,7 +21,7 @@ const refusedRetried = "ERROR 1020 for A, retried: 0 of 2 lost"
 // snapshotSettings are the values of the server's snapshot-isolation
 // setting the lesson runs under, each in a row of its own: OFF and ON
 // where the server has the setting, and "" — the server as it is — where
-// it has none (PostgreSQL, MySQL, MariaDB before 10.6.18).
+// it has none (PostgreSQL, MySQL, older MariaDB).
 func (l *lab) snapshotSettings() ([]string, error) {
 	if l.d.snapshotIsolation == "" {
 		return []string{""}, nil
@@ -103,22 +104,22 @@ func tryPlusOne(s *session, k string, seen, refused *string) func() error {
 // count A read last.
 func (l *lab) readThenWriteRow(setting string, snapshot bool, iso, refused, seenA string, final int64) Lesson {
 	row := Lesson{Case: "read, then write: two statements", Expected: "1 of 2 hits lost"}
-	if setting != "" {
-		row.Case = "read, then write, " + l.d.snapshotIsolation + "=" + setting
-		iso += ", default " + l.snapshotDefault
-	}
 	if snapshot {
 		row.Expected = refusedRetried
 	}
 	switch {
 	case refused == "":
 		row.Observed = lost(final)
-		row.Detail = fmt.Sprintf("%s; A and B both read %s and wrote %d", iso, seenA, final)
+		row.Detail = fmt.Sprintf("%s; both read %s and wrote %d", iso, seenA, final)
 	case strings.Contains(refused, "1020") && final == 7:
 		row.Observed = refusedRetried
-		row.Detail = fmt.Sprintf("%s; A's UPDATE refused, A read %s again and wrote %d", iso, seenA, final)
+		row.Detail = fmt.Sprintf("A read %s again and wrote %d", seenA, final)
 	default:
 		row.Observed = fmt.Sprintf("A refused (%s): %s", refused, lost(final))
+	}
+	if setting != "" {
+		row.Case = "read, then write, " + l.d.snapshotIsolation + "=" + setting
+		row.Detail += "; server default " + l.snapshotDefault
 	}
 	return row
 }
