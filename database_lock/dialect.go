@@ -9,6 +9,10 @@ type dialect struct {
 	waiting           string // one row: > 0 while the session waits for a lock
 	waitingArgs       int    // how many placeholders of waiting take the session's id
 	isolation         string // one row: the default isolation level
+	// snapshotIsolation is the server's setting that makes REPEATABLE
+	// READ refuse a write to a row changed since the snapshot, where
+	// there is one.
+	snapshotIsolation string
 	tables            []string
 	// upsert is the atomic hit on row 'k'; reset_at is 0 in these lessons.
 	upsert string
@@ -40,7 +44,7 @@ var mariadb = &dialect{
 	waiting: `SELECT (SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = ? AND trx_state = 'LOCK WAIT')
   + (SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ? AND STATE = 'User lock')`,
 	waitingArgs: 2, leftToRight: true,
-	isolation: `SELECT @@tx_isolation`,
+	isolation: `SELECT @@tx_isolation`, snapshotIsolation: "innodb_snapshot_isolation",
 	tables: []string{
 		`DROP TABLE IF EXISTS lesson_hits, lesson_locks`,
 		`CREATE TABLE lesson_hits (k VARCHAR(20) PRIMARY KEY, count BIGINT NOT NULL, reset_at BIGINT NOT NULL) ENGINE=InnoDB`,

@@ -11,8 +11,12 @@
 // interleaving is the same on every run, never a matter of luck.
 //
 //   - read, then write, in two statements: two hits on a count of 5 leave
-//     6, under MariaDB's REPEATABLE READ and PostgreSQL's READ COMMITTED
-//     alike;
+//     6, under PostgreSQL's READ COMMITTED and MariaDB's REPEATABLE READ
+//     alike — unless MariaDB's innodb_snapshot_isolation is on (the
+//     default from MariaDB 11.6.2), and then the second writer's UPDATE is
+//     refused with ERROR 1020 and its retry counts on top. Where the
+//     server has the setting, the lesson runs with it off and with it on;
+//     where it has not (MySQL, older MariaDB), as the server is;
 //   - SELECT … FOR UPDATE: the second read waits for the first commit, and
 //     the count is 7;
 //   - one atomic upsert: the second waits for the first, and counts on top;

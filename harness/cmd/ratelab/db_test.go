@@ -89,7 +89,8 @@ func TestDBDemo(t *testing.T) {
 	code, stdout, stderr := cli("db", "-requests", "40", "-stable", "-at", "2026-07-09T00:00:00Z")
 	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)
 	assert.Contains(t, stdout, "PASS: every row shows what the demo claims")
-	assert.Contains(t, stdout, "MariaDB: read, then write: two statements                   1 of 2 hits lost")
+	assert.Contains(t, stdout, "MariaDB: read, then write, innodb_snapshot_isolation=OFF    1 of 2 hits lost")
+	assert.Contains(t, stdout, "MariaDB: read, then write, innodb_snapshot_isolation=ON     ERROR 1020 for A, retried: 0 of 2 lost")
 	assert.Contains(t, stdout, "PostgreSQL: lock row committed, holder killed")
 }
 
