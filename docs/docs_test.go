@@ -202,9 +202,10 @@ func commandsOf(t *testing.T, root, page string) []shown {
 
 // A reader pastes every `$ command` of the README and the chapters, in
 // reading order, into one shell at the root of a fresh copy of the
-// repository, with ratelab on the PATH as the README says: every command
-// prints what its page shows, and nothing is left behind that git would
-// see.
+// repository, with ratelab on the PATH as the README says — and then all
+// of them again, in the same shell, as a reader who starts over does:
+// every command prints what its page shows both times, and nothing is
+// left behind that git would see.
 func TestAReaderPastesEveryCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demos; skipped with -short")
@@ -223,12 +224,13 @@ func TestAReaderPastesEveryCommand(t *testing.T) {
 	clone, git := freshClone(t, root)
 	require.NoError(t, weave.BuildBinaries(root, filepath.Join(clone, "bin")))
 
-	var all []shown
+	var once []shown
 	for _, page := range pasteOrder(t, root) {
-		all = append(all, commandsOf(t, root, page)...)
+		once = append(once, commandsOf(t, root, page)...)
 	}
-	require.GreaterOrEqual(t, len(all), 15, "the pages' $ commands")
-	t.Logf("pasting %d commands from %d pages", len(all), len(pasteOrder(t, root)))
+	require.GreaterOrEqual(t, len(once), 15, "the pages' $ commands")
+	t.Logf("pasting %d commands from %d pages, twice", len(once), len(pasteOrder(t, root)))
+	all := append(once[:len(once):len(once)], once...)
 	var script strings.Builder
 	script.WriteString(setPath + "\nexport TZ=UTC\n")
 	for i, s := range all {
@@ -256,7 +258,7 @@ func TestAReaderPastesEveryCommand(t *testing.T) {
 			got += "[exit status " + code + "]\n"
 		}
 		if got != s.output {
-			t.Errorf("%s: $ %s\nprinted:\n%s\nthe page shows:\n%s\nits stderr:\n%s", s.page, s.command, got, s.output, errs[min(i, len(errs)-1)])
+			t.Errorf("%s, paste %d: $ %s\nprinted:\n%s\nthe page shows:\n%s\nits stderr:\n%s", s.page, i/len(once)+1, s.command, got, s.output, errs[min(i, len(errs)-1)])
 		}
 		rest = rest[loc[1]:]
 	}

@@ -4,6 +4,7 @@ package fixedfilestore_test
 
 import (
 	"context"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -17,8 +18,29 @@ import (
 
 var benchNow = time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)
 
+// benchDirEnv names the directory the benchmarks measure in: the
+// filesystem under it is the one they time. Unset, they measure in
+// b.TempDir(), which is under $TMPDIR, often another filesystem than the
+// clone's.
+const benchDirEnv = "RATELAB_BENCH_DIR"
+
+// benchDir returns a fresh directory under $RATELAB_BENCH_DIR, or
+// b.TempDir() when it is unset; either is removed when b ends.
+func benchDir(b *testing.B) string {
+	parent := os.Getenv(benchDirEnv)
+	if parent == "" {
+		return b.TempDir()
+	}
+	dir, err := os.MkdirTemp(parent, "bench-")
+	if err != nil {
+		b.Fatalf("%s: %v", benchDirEnv, err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
 func newBenchStore(b *testing.B) *fixedfilestore.Store {
-	s, err := fixedfilestore.New(b.TempDir(), fixedfilestore.Options{})
+	s, err := fixedfilestore.New(benchDir(b), fixedfilestore.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -89,10 +111,16 @@ func BenchmarkTakeRatios(b *testing.B) {
 }
 
 // BenchmarkTruncateFirst measures the original's write order against the
-// store in its own loop.
+// store in its own loop, both in one directory, which it logs: the
+// filesystem it is on is the one measured.
 func BenchmarkTruncateFirst(b *testing.B) {
-	s := newBenchStore(b)
-	dirfd := floorDir(b)
+	dir := benchDir(b)
+	b.Logf("measured in %s", dir)
+	s, err := fixedfilestore.New(dir, fixedfilestore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	dirfd := openDir(b, dir)
 	state := algorithm.Fixed{Count: 17, ResetAt: benchNow.Unix() + 3600}.Append(nil)
 	var store, orig time.Duration
 	r := benchRules()[0]
@@ -112,8 +140,11 @@ func BenchmarkTruncateFirst(b *testing.B) {
 
 // floorDir opens a fresh directory for the floor's files, closed when b
 // ends.
-func floorDir(b *testing.B) int {
-	fd, err := floor.OpenDir(b.TempDir())
+func floorDir(b *testing.B) int { return openDir(b, benchDir(b)) }
+
+// openDir opens dir for the floor's files, closed when b ends.
+func openDir(b *testing.B, dir string) int {
+	fd, err := floor.OpenDir(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
