@@ -266,7 +266,8 @@ func topLevel(f *ast.File) []string {
 // notGo are the mixed-case names the course quotes that are not Go: HTTP
 // fields, the original's PHP class, a Python constant, a driver's DSN
 // parameter.
-var notGo = map[string]bool{"RateLimit": true, "Forwarded": true, "InMemoryRateLimitStorage": true, "False": true, "multiStatements": true}
+var notGo = map[string]bool{"RateLimit": true, "Forwarded": true, "InMemoryRateLimitStorage": true, "False": true, "multiStatements": true,
+	"None": true, "ValueError": true} // Python, in fail-policy.md's django-ratelimit
 
 var (
 	codeSpan   = regexp.MustCompile("`([^`]+)`")
