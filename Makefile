@@ -76,6 +76,7 @@ demo-fail: bin/ratelab
 demo-race: bin/ratelab
 	@echo "== demo-race: why the file store needs its lock, and how file locks go wrong"
 	@bin/ratelab race
+	@bin/ratelab schedules
 
 ## demo-check: every hit of a run recorded, each history checked for linearizability (porcupine)
 demo-check: bin/ratelab

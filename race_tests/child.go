@@ -30,6 +30,7 @@ const (
 	roleLockTry   = "race/lock-try"   // try a lock once, without waiting
 	roleHoldState = "race/hold-state" // hold a state file's lock until killed
 	roleStoreHit  = "race/store-hit"  // one fixed_filestore hit
+	roleStepper   = "race/stepper"    // operations one system call at a time (schedules)
 )
 
 // Window is the window every child counts in, at the fixed instant
@@ -51,6 +52,7 @@ func Roles() childproc.Roles {
 		roleLockTry:   onPath(lockTryChild),
 		roleHoldState: onPath(holdStateChild),
 		roleStoreHit:  onPath(storeHitChild),
+		roleStepper:   onPath(stepperChild),
 	}
 }
 

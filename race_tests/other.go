@@ -7,6 +7,8 @@ import (
 	"io"
 
 	"github.com/ratelab/ratelab/internal/childproc"
+	"github.com/ratelab/ratelab/internal/claim"
+	"github.com/ratelab/ratelab/linearizability"
 )
 
 // Roles is empty where flock(2) is not available.
@@ -37,3 +39,19 @@ func Figures(string) ([]Figure, error) {
 
 // WriteFigures writes nothing.
 func WriteFigures([]Figure, string) error { return nil }
+
+// ScheduleResult is empty where flock(2) is not available.
+type ScheduleResult struct{}
+
+// Claim is empty.
+func (ScheduleResult) Claim() claim.Claim { return claim.Claim{} }
+
+// Schedules needs flock(2) semantics (Linux, macOS or a BSD).
+func Schedules(string) ([]ScheduleResult, error) {
+	return nil, errors.New("racetests: the schedules need flock(2) semantics (Linux, macOS or a BSD)")
+}
+
+// RecordCounter needs flock(2) semantics (Linux, macOS or a BSD).
+func RecordCounter(string, bool, int, int) (linearizability.History, error) {
+	return linearizability.History{}, errors.New("racetests: the counter needs flock(2) semantics (Linux, macOS or a BSD)")
+}

@@ -54,6 +54,29 @@ func cmdRace(args []string, stdout, stderr io.Writer) (int, error) {
 	return claim.Verdict(stdout, rep.Pass(), "every claim held; lock-free stress figures are shown, not claimed"), nil
 }
 
+func cmdSchedules(args []string, stdout, stderr io.Writer) (int, error) {
+	f := newFlags("schedules", stdout)
+	if err := f.parse(args); err != nil {
+		return 0, err
+	}
+	dir, cleanup, err := scratch("schedules")
+	if err != nil {
+		return 0, err
+	}
+	defer cleanup()
+	results, err := racetests.Schedules(dir)
+	if err != nil {
+		return 0, err
+	}
+	rows := make([]claim.Claim, len(results))
+	for i, r := range results {
+		rows[i] = r.Claim()
+	}
+	claim.Table(stdout, "two processes, every schedule", rows)
+	fmt.Fprintln(stdout)
+	return claim.Verdict(stdout, claim.All(rows), "every schedule the kernel allows was run; each row is as claimed"), nil
+}
+
 func cmdBoundary(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("boundary", stdout)
 	def := windowboundary.DefaultConfig()

@@ -6,8 +6,8 @@
 //     models, served by hand, and as a CGI program for a real web server;
 //   - hit, reset, inspect, sweep (cmd_state.go): the file store's state by
 //     hand;
-//   - race, boundary, redis, bench (cmd_lessons.go): the lessons and the
-//     measurements;
+//   - race, schedules, boundary, redis, bench (cmd_lessons.go): the
+//     lessons and the measurements;
 //   - db (cmd_db.go): the database lock, on private MariaDB and
 //     PostgreSQL servers;
 //   - check (cmd_check.go): every hit of a run recorded, and the history
@@ -83,6 +83,7 @@ func commands() []command {
 		{"inspect", "-dir DIR [-at RFC3339]", "show every state file, changing nothing", cmdInspect},
 		{"sweep", "-dir DIR [-at RFC3339]", "remove the state files whose state is over", cmdSweep},
 		{"race", "[-procs] [-hits] [-stable] [-figures DIR]", "lost updates, torn reads and lock-file pitfalls, across processes", cmdRace},
+		{"schedules", "", "two processes' system calls in every order the kernel allows: which lose a hit", cmdSchedules},
 		{"boundary", "[-limit] [-window] [-burst] [-seed] [-processes] [-svg FILE] [-weight-svg FILE]", "the 2 × limit burst at a window's edge, four algorithms", cmdBoundary},
 		{"bench", "[-o FILE] [-quick]", "per-hit costs and cross-process throughput", cmdBench},
 		{"redis", "[-redis URL] [-requests] [-limit] [-window] [-workers] [-concurrency] [-at RFC3339] [-stable] [-svg FILE]",
