@@ -11,6 +11,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	beyondonehost "github.com/ratelab/ratelab/beyond_one_host"
+	databaselock "github.com/ratelab/ratelab/database_lock"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/claim"
 	"github.com/ratelab/ratelab/internal/lab/redisserver"
@@ -35,6 +36,8 @@ type checkRun struct {
 	// WaitReplicas redisWait.
 	failover  bool
 	redisWait int
+	// mistake runs database_lock's mistake on -store mysql or postgres.
+	mistake string
 }
 
 // checkTimeout bounds the checker's search for one history.
@@ -49,6 +52,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	f.IntVar(&c.clients, "clients", 8, "clients sending at once (> 0)")
 	f.IntVar(&c.hits, "hits", 10, "requests each client sends, one after another (> 0)")
 	fault := f.String("fault", "none", "none; kill: two processes SIGKILL themselves in the middle of a hit; failover: -store redis only, the primary killed and its replica promoted")
+	f.StringVar(&c.mistake, "mistake", "", "with -store mysql or postgres: "+databaselock.ReadThenWrite+" or "+databaselock.ResetFirst+", the database lesson's mistakes")
 	f.IntVar(&c.redisWait, "redis-wait", 0, "with -fault failover: replicas each hit waits for (0 or 1)")
 	f.StringVar(&c.counter, "counter", "", "lock-free or flock: race_tests' counter in processes that hit it directly, instead of -store")
 	f.StringVar(&c.svg, "svg", "", "draw the history as a sequence diagram in this file (for one client: -clients 1)")
@@ -87,6 +91,10 @@ func (c *checkRun) check(fault string) error {
 		return usagef("-fault %q: use none, kill or failover", fault)
 	case fault == "failover" && c.store != "redis":
 		return usagef("-fault failover needs -store redis")
+	case c.mistake != "" && c.mistake != databaselock.ReadThenWrite && c.mistake != databaselock.ResetFirst:
+		return usagef("-mistake %q: use %s or %s", c.mistake, databaselock.ReadThenWrite, databaselock.ResetFirst)
+	case c.mistake != "" && c.store != "mysql" && c.store != "postgres":
+		return usagef("-mistake needs -store mysql or postgres")
 	case c.redisWait < 0 || c.redisWait > 1 || c.redisWait > 0 && fault != "failover":
 		return usagef("-redis-wait %d: 0 or 1, with -fault failover", c.redisWait)
 	case c.store == "" && c.counter == "" && (c.html != "" || c.svg != ""):
@@ -168,6 +176,17 @@ func (c checkRun) lesson() func(dir string) (linearizability.History, error) {
 	case c.counter != "":
 		return func(dir string) (linearizability.History, error) {
 			return racetests.RecordCounter(dir, c.counter == "flock", c.clients, c.hits)
+		}
+	case c.mistake != "":
+		return func(dir string) (linearizability.History, error) {
+			app := harness.App{Store: c.store}
+			stop, err := c.privateServer(&app)
+			if err != nil {
+				return linearizability.History{}, err
+			}
+			defer stop()
+			key := map[string]string{"mysql": "mariadb", "postgres": "postgres"}[c.store]
+			return databaselock.RecordMistake(context.Background(), key, app.DSN, c.mistake, dir)
 		}
 	case c.failover:
 		mode := beyondonehost.Asynchronous
@@ -283,10 +302,14 @@ func checkTable() []checkRow {
 			checkRow{"redis, failover, WAIT for 1 replica", yes, checkRun{store: "redis", failover: true, redisWait: 1}})
 	}
 	if sqlserver.MariaDBAvailable() {
-		rows = append(rows, checkRow{"mysql, pool, sliding", yes, run("mysql", "pool", ratelab.SlidingCounter, 0)})
+		rows = append(rows, checkRow{"mysql, pool, sliding", yes, run("mysql", "pool", ratelab.SlidingCounter, 0)},
+			checkRow{"mysql, read, then write", no, checkRun{store: "mysql", mistake: databaselock.ReadThenWrite}},
+			checkRow{"mysql, one upsert, reset_at assigned first", no, checkRun{store: "mysql", mistake: databaselock.ResetFirst}})
 	}
 	if sqlserver.PostgresAvailable() {
-		rows = append(rows, checkRow{"postgres, cgi, log", yes, run("postgres", "cgi", ratelab.SlidingLog, 0)})
+		rows = append(rows, checkRow{"postgres, cgi, log", yes, run("postgres", "cgi", ratelab.SlidingLog, 0)},
+			checkRow{"postgres, read, then write", no, checkRun{store: "postgres", mistake: databaselock.ReadThenWrite}},
+			checkRow{"postgres, one upsert, reset_at assigned first", yes, checkRun{store: "postgres", mistake: databaselock.ResetFirst}})
 	}
 	return rows
 }
