@@ -13,7 +13,6 @@ import (
 	beyondonehost "github.com/ratelab/ratelab/beyond_one_host"
 	databaselock "github.com/ratelab/ratelab/database_lock"
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/internal/claim"
 	"github.com/ratelab/ratelab/internal/lab/redisserver"
 	"github.com/ratelab/ratelab/internal/lab/sqlserver"
 	"github.com/ratelab/ratelab/linearizability"
@@ -106,6 +105,9 @@ func (c *checkRun) check(fault string) error {
 	}
 	c.kills = map[string]int{"kill": 2}[fault]
 	c.failover = fault == "failover"
+	if err := (ratelab.Rule{Name: "check", Limit: 1, Window: time.Hour, Algorithm: c.algorithm}).Validate(); err != nil {
+		return usagef("-algorithm %q: use fixed, sliding, log or gcra", c.algorithm)
+	}
 	if _, err := harness.ParseModel(c.model); err != nil {
 		return usagef("%v", err)
 	}
@@ -124,32 +126,11 @@ func (c checkRun) run(stderr io.Writer) (linearizability.Verdict, error) {
 		return linearizability.Verdict{}, err
 	}
 	defer cleanup()
-	limit := max(c.clients*c.hits/2, 1) // half the hits allowed, half refused
-	app := harness.App{Store: c.store, Dir: dir, Limit: limit, Window: time.Hour, Algorithm: c.algorithm,
-		FailPolicy: ratelab.FailClosed}
-	if c.algorithm == ratelab.GCRA {
-		app.Burst = limit
+	record := c.lesson()
+	if record == nil {
+		record = c.underModel(stderr)
 	}
-	stop, err := c.privateServer(&app)
-	if err != nil {
-		return linearizability.Verdict{}, err
-	}
-	defer stop()
-	if record := c.lesson(); record != nil {
-		hist, err := record(dir)
-		if err != nil {
-			return linearizability.Verdict{}, err
-		}
-		return linearizability.Check(hist, c.html, checkTimeout)
-	}
-	if err := app.Validate(); err != nil {
-		return linearizability.Verdict{}, usagef("%v", err)
-	}
-	cfg := harness.Config{Model: harness.Model(c.model), App: app, Workers: c.workers, Stderr: stderr}
-	if c.kills > 0 {
-		cfg.Stderr = io.Discard // the killed processes' clients are told, and the front logs each
-	}
-	hist, _, err := harness.Record(context.Background(), cfg, harness.Recording{Clients: c.clients, Hits: c.hits, Kills: c.kills}, dir)
+	hist, err := record(dir)
 	if err != nil {
 		return linearizability.Verdict{}, err
 	}
@@ -166,6 +147,33 @@ func (c checkRun) run(stderr io.Writer) (linearizability.Verdict, error) {
 		return v, fmt.Errorf("check: %w: use fewer -clients or -hits", err)
 	}
 	return v, err
+}
+
+// underModel returns what records c's store under c's execution model,
+// its server private, half the hits allowed and half refused.
+func (c checkRun) underModel(stderr io.Writer) func(dir string) (linearizability.History, error) {
+	return func(dir string) (linearizability.History, error) {
+		limit := max(c.clients*c.hits/2, 1)
+		app := harness.App{Store: c.store, Dir: dir, Limit: limit, Window: time.Hour, Algorithm: c.algorithm,
+			FailPolicy: ratelab.FailClosed}
+		if c.algorithm == ratelab.GCRA {
+			app.Burst = limit
+		}
+		stop, err := c.privateServer(&app)
+		if err != nil {
+			return linearizability.History{}, err
+		}
+		defer stop()
+		if err := app.Validate(); err != nil {
+			return linearizability.History{}, usagef("%v", err)
+		}
+		cfg := harness.Config{Model: harness.Model(c.model), App: app, Workers: c.workers, Stderr: stderr}
+		if c.kills > 0 {
+			cfg.Stderr = io.Discard // the killed processes' clients are told, and the front logs each
+		}
+		hist, _, err := harness.Record(context.Background(), cfg, harness.Recording{Clients: c.clients, Hits: c.hits, Kills: c.kills}, dir)
+		return hist, err
+	}
 }
 
 // lesson returns what records c's history when it is one of the lessons'
@@ -229,89 +237,6 @@ func (c checkRun) privateServer(app *harness.App) (stop func(), err error) {
 		return srv.Stop, nil
 	}
 	return func() {}, nil
-}
-
-// checkClaims runs the table of claims and prints it.
-func checkClaims(stdout, stderr io.Writer) (int, error) {
-	var rows []claim.Claim
-	for _, r := range checkTable() {
-		start := time.Now()
-		v, err := r.run.run(io.Discard)
-		if err != nil {
-			return 0, fmt.Errorf("check %s: %w", r.name, err)
-		}
-		got := "linearizable"
-		if !v.Linearizable {
-			got = "not linearizable"
-		}
-		rows = append(rows, claim.Claim{Case: r.name, Expected: r.want, Observed: got,
-			Detail: fmt.Sprintf("%d hits, %d unanswered, %d processes", v.Ops, v.Pending, v.Processes)})
-		fmt.Fprintf(stderr, "check: %s: %s (run %v, checker %v)\n", r.name, got, time.Since(start).Round(time.Millisecond), v.Took.Round(time.Millisecond))
-	}
-	claim.Table(stdout, "history", rows)
-	for _, missing := range []struct {
-		rows, hint string
-		found      bool
-	}{
-		{"redis", "redis-server not found; install it with " + redisserver.InstallHint, redisserver.Available()},
-		{"mysql", "mariadbd not found; install it with " + sqlserver.MariaDBInstallHint, sqlserver.MariaDBAvailable()},
-		{"postgres", "postgres not found; install it with " + sqlserver.PostgresInstallHint, sqlserver.PostgresAvailable()},
-	} {
-		if !missing.found {
-			fmt.Fprintf(stdout, "(the %s rows were skipped: %s)\n", missing.rows, missing.hint)
-		}
-	}
-	fmt.Fprintln(stdout)
-	return claim.Verdict(stdout, claim.All(rows), "every history's verdict is the one claimed"), nil
-}
-
-// checkRow is one claim of ratelab check.
-type checkRow struct {
-	name, want string
-	run        checkRun
-}
-
-// checkTable is the table of claims. Every history starts from no state,
-// allows half its hits and refuses the rest.
-func checkTable() []checkRow {
-	const yes, no = "linearizable", "not linearizable"
-	run := func(store, model string, alg ratelab.Algorithm, kills int) checkRun {
-		return checkRun{store: store, model: model, algorithm: alg, clients: 8, hits: 10, workers: 4, kills: kills}
-	}
-	rows := []checkRow{
-		{"memory, single", yes, run("memory", "single", ratelab.FixedWindow, 0)},
-		{"memory, pool", no, run("memory", "pool", ratelab.FixedWindow, 0)},
-		{"memory, cgi", no, run("memory", "cgi", ratelab.FixedWindow, 0)},
-	}
-	for _, alg := range []ratelab.Algorithm{ratelab.FixedWindow, ratelab.SlidingCounter, ratelab.SlidingLog, ratelab.GCRA} {
-		for _, model := range []string{"single", "pool", "cgi"} {
-			rows = append(rows, checkRow{fmt.Sprintf("file, %s, %s", model, alg), yes, run("file", model, alg, 0)})
-		}
-	}
-	rows = append(rows,
-		checkRow{"file, pool, 2 workers killed mid-hit", yes, run("file", "pool", ratelab.FixedWindow, 2)},
-		checkRow{"file, cgi, 2 processes killed mid-hit", yes, run("file", "cgi", ratelab.FixedWindow, 2)},
-		checkRow{"file, two hosts, a directory each", no, run("file", "two-hosts", ratelab.FixedWindow, 0)},
-		checkRow{"read-modify-write without a lock", no, checkRun{counter: "lock-free", clients: 8, hits: 10}},
-		checkRow{"read-modify-write under flock", yes, checkRun{counter: "flock", clients: 8, hits: 10}},
-	)
-	if redisserver.Available() {
-		rows = append(rows, checkRow{"redis, pool", yes, run("redis", "pool", ratelab.FixedWindow, 0)},
-			checkRow{"redis, cgi, gcra", yes, run("redis", "cgi", ratelab.GCRA, 0)},
-			checkRow{"redis, failover, replication asynchronous", no, checkRun{store: "redis", failover: true}},
-			checkRow{"redis, failover, WAIT for 1 replica", yes, checkRun{store: "redis", failover: true, redisWait: 1}})
-	}
-	if sqlserver.MariaDBAvailable() {
-		rows = append(rows, checkRow{"mysql, pool, sliding", yes, run("mysql", "pool", ratelab.SlidingCounter, 0)},
-			checkRow{"mysql, read, then write", no, checkRun{store: "mysql", mistake: databaselock.ReadThenWrite}},
-			checkRow{"mysql, one upsert, reset_at assigned first", no, checkRun{store: "mysql", mistake: databaselock.ResetFirst}})
-	}
-	if sqlserver.PostgresAvailable() {
-		rows = append(rows, checkRow{"postgres, cgi, log", yes, run("postgres", "cgi", ratelab.SlidingLog, 0)},
-			checkRow{"postgres, read, then write", no, checkRun{store: "postgres", mistake: databaselock.ReadThenWrite}},
-			checkRow{"postgres, one upsert, reset_at assigned first", yes, checkRun{store: "postgres", mistake: databaselock.ResetFirst}})
-	}
-	return rows
 }
 
 // writeSVG draws hist into the file name.
