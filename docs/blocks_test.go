@@ -177,3 +177,68 @@ func TestOwnServerBlocksUnderLighttpd(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, shown.body, string(out), "what the curl loop printed")
 }
+
+// The curl loop of "Try it by hand" and of the workshop's section 1, run
+// as a reader runs it against make serve-broken and make serve-fixed:
+// each response shows its status and its X-Ratelab-Pid, every pid is a
+// different process (CGI), and the file store refuses from the 31st.
+func TestServeLoopShowsEachPid(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts ratelab serve; skipped with -short")
+	}
+	bin := t.TempDir()
+	require.NoError(t, weave.BuildBinaries("..", bin))
+	for _, page := range []struct{ file, section string }{
+		{"execution-models.md", "Try it by hand"},
+		{"workshop.md", "1. The failure"},
+	} {
+		var loop []string
+		for _, b := range fencedBlocks(t, page.file) {
+			if strings.HasPrefix(b.section, page.section) && b.lang == "sh" {
+				for line := range strings.Lines(b.body) {
+					if strings.HasPrefix(line, "for ") || strings.HasPrefix(line, "curl ") {
+						loop = append(loop, line)
+					}
+				}
+			}
+		}
+		require.Len(t, loop, 2, "%s, %q: the curl loop and the headers' curl", page.file, page.section)
+		for _, store := range []string{"memory", "file"} {
+			out := againstServe(t, filepath.Join(bin, "ratelab"), store, strings.Join(loop, ""))
+			lines := strings.Split(out, "\n")
+			require.Greater(t, len(lines), 35, "%s, -store %s: the loop printed:\n%s", page.file, store, out)
+			pids := map[string]bool{}
+			for i, line := range lines[:35] {
+				m := regexp.MustCompile(`^HTTP/1\.1 (\d{3}) .* X-Ratelab-Pid: (\d+)$`).FindStringSubmatch(line)
+				require.NotNil(t, m, "%s, -store %s, request %d prints its status and pid: %q", page.file, store, i+1, line)
+				want := "200"
+				if store == "file" && i >= 30 {
+					want = "429"
+				}
+				assert.Equal(t, want, m[1], "%s, -store %s, request %d", page.file, store, i+1)
+				pids[m[2]] = true
+			}
+			assert.Len(t, pids, 35, "%s, -store %s: every response names a different process", page.file, store)
+			assert.Contains(t, strings.Join(lines[35:], "\n"), "\nRatelimit-Policy: ", "%s: the headers' curl prints Go's canonical field names", page.file)
+		}
+	}
+}
+
+// againstServe runs script against ratelab serve under CGI with store, as
+// make serve-broken and serve-fixed start it but on a free port, and
+// returns what the script printed.
+func againstServe(t *testing.T, ratelab, store, script string) string {
+	t.Helper()
+	srv := exec.Command(ratelab, "serve", "-model", "cgi", "-store", store, "-addr", "127.0.0.1:0")
+	srv.Dir = t.TempDir()
+	stdout, err := srv.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	sc := bufio.NewScanner(stdout)
+	require.True(t, sc.Scan(), "the server printed no URL")
+	url := strings.TrimSuffix(strings.TrimSpace(sc.Text()), "/demo")
+	out, err := exec.Command("bash", "-c", strings.ReplaceAll(script, "http://127.0.0.1:8080", url)).Output()
+	require.NoError(t, err)
+	return string(out)
+}

@@ -2,17 +2,14 @@ package httplimit_test
 
 import (
 	"fmt"
-	"log"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os"
 	"time"
 
 	"github.com/ratelab/ratelab"
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
-	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/httplimit"
 )
 
@@ -89,41 +86,3 @@ func ExampleMiddleware_dryRun() {
 }
 
 // !-operate
-
-// !+app
-
-// The fix in an application: the file store — shared by every process on
-// the machine, so it holds under CGI and a worker pool — behind a
-// net/http handler, failing closed on purpose because this limit guards
-// logins, and failing open would let an attacker through whenever the
-// disk is unavailable.
-func Example_fileStoreInAnApp() {
-	base, _ := os.MkdirTemp("", "app-")
-	defer os.RemoveAll(base)
-
-	store, err := fixedfilestore.New(base, fixedfilestore.Options{FailPolicy: ratelab.FailClosed})
-	if err != nil {
-		log.Fatal(err) // a missing or unusable directory: a configuration error, found at start
-	}
-	defer store.Close()
-	limiter, err := ratelab.NewLimiter(store,
-		ratelab.Rule{Name: "login", Limit: 5, Window: 15 * time.Minute, Algorithm: ratelab.SlidingLog})
-	if err != nil {
-		log.Fatal(err)
-	}
-	login := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "welcome") })
-	handler := (&httplimit.Middleware{Limiter: limiter}).Wrap(login)
-
-	for range 6 {
-		req := httptest.NewRequest("POST", "/login", nil)
-		req.RemoteAddr = "203.0.113.7:50000"
-		rec := httptest.NewRecorder()
-		handler.ServeHTTP(rec, req)
-		fmt.Print(rec.Code, " ")
-	}
-	fmt.Println()
-	// Output:
-	// 200 200 200 200 200 429
-}
-
-// !-app
