@@ -3,7 +3,6 @@ package docs
 import (
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -133,7 +132,7 @@ func linkKind(dir, to string) (string, string) {
 	if strings.Contains(to, "://") || strings.HasPrefix(to, "mailto:") || strings.HasSuffix(to, ".md") {
 		return "", ""
 	}
-	p := path.Clean(path.Join(dir, to))
+	p := filepath.ToSlash(filepath.Join(dir, to))
 	if strings.HasPrefix(p, "docs/figures/") {
 		return "figure", p
 	}
@@ -192,6 +191,15 @@ func inOrder(page string, en, ja []item) []string {
 		}
 	}
 	var problems []string
+	where := func(m item) string {
+		i := slices.Index(en, m)
+		for k := i - 1; k >= 0; k-- {
+			if keep.at[k] >= 0 {
+				return fmt.Sprintf("; the Japanese page has that at line %d", ja[keep.at[k]].line)
+			}
+		}
+		return ""
+	}
 	for _, m := range missing {
 		at := slices.IndexFunc(extra, func(x item) bool { return x.text == m.text })
 		if at >= 0 {
@@ -199,7 +207,7 @@ func inOrder(page string, en, ja []item) []string {
 			extra = slices.Delete(extra, at, at+1)
 			continue
 		}
-		problems = append(problems, fmt.Sprintf("%s: missing %s: %s:%d has it, after %s", page, m.kind+" "+quote(m.text), m.page, m.line, before(en, m)))
+		problems = append(problems, fmt.Sprintf("%s: missing %s: %s:%d has it, after %s%s", page, m.kind+" "+quote(m.text), m.page, m.line, before(en, m), where(m)))
 	}
 	for _, x := range extra {
 		problems = append(problems, fmt.Sprintf("%s:%d: %s is not in the English page", page, x.line, x.kind+" "+quote(x.text)))
@@ -223,7 +231,12 @@ func quote(s string) string {
 	return "`" + strings.ReplaceAll(s, "\n", "⏎") + "`"
 }
 
-type kept struct{ en, ja []bool }
+// kept marks the items of the common subsequence, and where each kept
+// English item is in the Japanese sequence.
+type kept struct {
+	en, ja []bool
+	at     []int // English index → Japanese index, -1 if not kept
+}
 
 func lcs(a, b []item) kept {
 	n, m := len(a), len(b)
@@ -240,11 +253,11 @@ func lcs(a, b []item) kept {
 			}
 		}
 	}
-	k := kept{make([]bool, n), make([]bool, m)}
+	k := kept{make([]bool, n), make([]bool, m), slices.Repeat([]int{-1}, n)}
 	for i, j := 0, 0; i < n && j < m; {
 		switch {
 		case a[i].text == b[j].text:
-			k.en[i], k.ja[j] = true, true
+			k.en[i], k.ja[j], k.at[i] = true, true, j
 			i, j = i+1, j+1
 		case l[i+1][j] >= l[i][j+1]:
 			i++
@@ -315,7 +328,7 @@ func TestParityCatchesADrift(t *testing.T) {
 	drifted.text = strings.Replace(drifted.text, "[T](../x/x_test.go)", "[T](../x/x_test.go) [U](../y/y.go)", 1)
 	drifted.text = strings.Replace(drifted.text, "ls # list", "ls -l # list", 1)
 	assert.Equal(t, []string{
-		"docs/src/ja/x.md: missing command `c`: docs/src/x.md:8 has it, after `b` (docs/src/x.md:7)",
+		"docs/src/ja/x.md: missing command `c`: docs/src/x.md:8 has it, after `b` (docs/src/x.md:7); the Japanese page has that at line 7",
 		"docs/src/ja/x.md: out of order: region `f.go r2` is at line 4; the English page has it after nothing (it is the first region)",
 		"docs/src/ja/x.md: missing block `ls -l`: docs/src/x.md:9 has it, after nothing (it is the first block)",
 		"docs/src/ja/x.md:8: block `ls` is not in the English page",

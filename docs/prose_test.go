@@ -57,15 +57,7 @@ func prose(t *testing.T, page string) string {
 // the README's Sources section, and every page that speaks of "the
 // original" or "the lock article" links there.
 func TestSourcesAreNamed(t *testing.T) {
-	readme := prose(t, "README.md")
-	for _, want := range []string{
-		"## Sources",
-		"「共有レンタルサーバーでInMemoryレート制限が発動しない｜PHP CGI・flock」",
-		"2026-07-16",
-		"「PHPでキャッシュ競合を防ぐロック機能の効果的な実装方法」",
-	} {
-		assert.Contains(t, readme, want, "README.md's sources")
-	}
+	sourcesListed(t, "README.md", "## Sources")
 	mentions := regexp.MustCompile(`\b[Oo]riginal\b|\block article\b`)
 	for _, page := range wovenPages(t) {
 		text := prose(t, page)
@@ -79,6 +71,21 @@ func TestSourcesAreNamed(t *testing.T) {
 		if mentions.MatchString(text) {
 			assert.Contains(t, text, link, "%s speaks of %q without linking the sources", page, mentions.FindString(text))
 		}
+	}
+}
+
+// sourcesListed checks that page's section heading names both articles,
+// with their titles and the original's date.
+func sourcesListed(t *testing.T, page, heading string) {
+	t.Helper()
+	text := prose(t, page)
+	for _, want := range []string{
+		heading,
+		"「共有レンタルサーバーでInMemoryレート制限が発動しない｜PHP CGI・flock」",
+		"2026-07-16",
+		"「PHPでキャッシュ競合を防ぐロック機能の効果的な実装方法」",
+	} {
+		assert.Contains(t, text, want, "%s: %s", page, heading)
 	}
 }
 
@@ -98,15 +105,7 @@ func jaPages(t *testing.T) []string {
 // README's 出典 section gives titles and dates, and every page that speaks
 // of 元記事 (the original) or ロックの記事 (the lock article) links there.
 func TestJapaneseSourcesAreNamed(t *testing.T) {
-	readme := prose(t, "docs/ja/README.md")
-	for _, want := range []string{
-		"## 出典",
-		"「共有レンタルサーバーでInMemoryレート制限が発動しない｜PHP CGI・flock」",
-		"2026-07-16",
-		"「PHPでキャッシュ競合を防ぐロック機能の効果的な実装方法」",
-	} {
-		assert.Contains(t, readme, want, "docs/ja/README.md's 出典")
-	}
+	sourcesListed(t, "docs/ja/README.md", "## 出典")
 	for _, page := range jaPages(t) {
 		text := prose(t, page)
 		link := "](README.md#出典)"
