@@ -57,15 +57,7 @@ func prose(t *testing.T, page string) string {
 // the README's Sources section, and every page that speaks of "the
 // original" or "the lock article" links there.
 func TestSourcesAreNamed(t *testing.T) {
-	readme := prose(t, "README.md")
-	for _, want := range []string{
-		"## Sources",
-		"「共有レンタルサーバーでInMemoryレート制限が発動しない｜PHP CGI・flock」",
-		"2026-07-16",
-		"「PHPでキャッシュ競合を防ぐロック機能の効果的な実装方法」",
-	} {
-		assert.Contains(t, readme, want, "README.md's sources")
-	}
+	sourcesListed(t, "README.md", "## Sources")
 	mentions := regexp.MustCompile(`\b[Oo]riginal\b|\block article\b`)
 	for _, page := range wovenPages(t) {
 		text := prose(t, page)
@@ -78,6 +70,50 @@ func TestSourcesAreNamed(t *testing.T) {
 		}
 		if mentions.MatchString(text) {
 			assert.Contains(t, text, link, "%s speaks of %q without linking the sources", page, mentions.FindString(text))
+		}
+	}
+}
+
+// sourcesListed checks that page's section heading names both articles,
+// with their titles and the original's date.
+func sourcesListed(t *testing.T, page, heading string) {
+	t.Helper()
+	text := prose(t, page)
+	for _, want := range []string{
+		heading,
+		"「共有レンタルサーバーでInMemoryレート制限が発動しない｜PHP CGI・flock」",
+		"2026-07-16",
+		"「PHPでキャッシュ競合を防ぐロック機能の効果的な実装方法」",
+	} {
+		assert.Contains(t, text, want, "%s: %s", page, heading)
+	}
+}
+
+// jaPages returns the Japanese pages, relative to the repository root.
+func jaPages(t *testing.T) []string {
+	t.Helper()
+	srcs, err := filepath.Glob(filepath.Join("..", "docs", "src", "ja", "*.md"))
+	require.NoError(t, err)
+	var pages []string
+	for _, s := range srcs {
+		pages = append(pages, filepath.Join("docs", "ja", filepath.Base(s)))
+	}
+	return pages
+}
+
+// The Japanese pages name the articles as the English ones do: the
+// README's 出典 section gives titles and dates, and every page that speaks
+// of 元記事 (the original) or ロックの記事 (the lock article) links there.
+func TestJapaneseSourcesAreNamed(t *testing.T) {
+	sourcesListed(t, "docs/ja/README.md", "## 出典")
+	for _, page := range jaPages(t) {
+		text := prose(t, page)
+		link := "](README.md#出典)"
+		if page == filepath.Join("docs", "ja", "README.md") {
+			link = "](#出典)"
+		}
+		if strings.Contains(text, "元記事") || strings.Contains(text, "ロックの記事") {
+			assert.Contains(t, text, link, "%s speaks of the articles without linking 出典", page)
 		}
 	}
 }
@@ -334,7 +370,8 @@ func goName(s string) bool {
 // repository, or a package it imports (`os.SameFile`), declares.
 func TestProseNamesAreReal(t *testing.T) {
 	d := indexRepo(t, "..")
-	for _, page := range append(wovenPages(t), "docs/performance.md", "docs/performance-redis.md") {
+	pages := append(wovenPages(t), "docs/performance.md", "docs/performance-redis.md")
+	for _, page := range append(pages, jaPages(t)...) {
 		for _, name := range d.unknownNames(page, prose(t, page)) {
 			t.Errorf("%s names %s, which no Go file declares", page, name)
 		}

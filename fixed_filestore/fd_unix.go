@@ -14,6 +14,8 @@ import (
 
 func supported() error { return nil }
 
+// !+openflags
+
 // flags are m's open(2) flags.
 func (m openMode) flags() int {
 	switch m {
@@ -26,6 +28,8 @@ func (m openMode) flags() int {
 	}
 	return unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL // openNew
 }
+
+// !-openflags
 
 // openDir opens path as a directory, never through a symlink.
 func openDir(path string) (int, error) {
@@ -57,6 +61,8 @@ func openat(dirfd int, name string, flags int, perm uint32) (int, error) {
 	}
 }
 
+// !+flock
+
 // flock is flock(2) of kind on fd; without wait, a lock held elsewhere is
 // errWouldBlock.
 func flock(fd int, kind lockKind, wait bool) error {
@@ -81,6 +87,8 @@ func flock(fd int, kind lockKind, wait bool) error {
 
 // funlock releases fd's flock(2).
 func funlock(fd int) error { return unix.Flock(fd, unix.LOCK_UN) }
+
+// !-flock
 
 // fstat stats the open file fd.
 func fstat(fd int) (fileStat, error) {

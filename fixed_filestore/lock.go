@@ -61,9 +61,11 @@ func (s *Store) locked(fd int, name string, err error, crit func() error) error 
 		closeFD(fd)
 		return fmt.Errorf("lock %s: %w", s.pathOf(name), err)
 	}
+	// !+unlock
 	defer closeFD(fd)
 	defer funlock(fd)
 	return crit()
+	// !-unlock
 }
 
 // waitBlocked waits for the lock in a goroutine's blocking flock(2), and

@@ -31,40 +31,66 @@ func BuildBinaries(root, dir string) error {
 // RootREADME is the source of the repository's README.md.
 const RootREADME = "docs/src/root/README.md"
 
-// All weaves every docs/src/*.md under root into docs/, and RootREADME
-// into README.md, running commands from binDir, each document in a fresh
-// scratch directory under tmp.
+// JaSources holds the Japanese course: docs/src/ja/*.md, woven into
+// docs/ja/*.md.
+const JaSources = "docs/src/ja"
+
+// family is a set of sources woven into one directory.
+type family struct {
+	glob, dstDir string
+	opts         Options // LinkPrefix and From
+}
+
+var families = []family{
+	{"docs/src/*.md", "docs", Options{LinkPrefix: "../"}},
+	{RootREADME, ".", Options{LinkPrefix: "./"}},
+	{JaSources + "/*.md", "docs/ja", Options{LinkPrefix: "../../", From: "引用元"}},
+}
+
+// All weaves every docs/src/*.md under root into docs/, RootREADME into
+// README.md and every JaSources/*.md into docs/ja/, running commands from
+// binDir, each document in a fresh scratch directory under tmp. A
+// document whose commands so far are those of a document woven before it
+// (a Japanese page and its English twin) shows that document's output
+// instead of running them again: both pages show the same runs.
 func All(root, binDir, tmp string) ([]Doc, error) {
-	srcs, err := filepath.Glob(filepath.Join(root, "docs", "src", "*.md"))
-	if err != nil {
-		return nil, err
-	}
-	if _, err := os.Stat(filepath.Join(root, RootREADME)); err == nil {
-		srcs = append(srcs, filepath.Join(root, RootREADME))
-	}
+	runs := Runs{}
 	var docs []Doc
-	for _, src := range srcs {
-		b, err := os.ReadFile(src)
+	for _, fam := range families {
+		srcs, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(fam.glob)))
 		if err != nil {
 			return nil, err
 		}
-		scratch, err := os.MkdirTemp(tmp, "doc-")
-		if err != nil {
-			return nil, err
+		for _, src := range srcs {
+			d, err := weaveOne(root, src, fam, Options{Root: root, BinDir: binDir, Runs: runs}, tmp)
+			if err != nil {
+				return nil, err
+			}
+			docs = append(docs, d)
 		}
-		rel, _ := filepath.Rel(root, src)
-		opts := Options{Root: root, BinDir: binDir, Scratch: scratch}
-		dst := filepath.Join("docs", filepath.Base(src))
-		if filepath.ToSlash(rel) == RootREADME {
-			opts.LinkPrefix, dst = "./", "README.md"
-		}
-		out, err := Weave(filepath.ToSlash(rel), b, opts)
-		if err != nil {
-			return nil, err
-		}
-		docs = append(docs, Doc{Src: rel, Dst: dst, Want: out})
 	}
 	return docs, nil
+}
+
+func weaveOne(root, src string, fam family, opts Options, tmp string) (Doc, error) {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return Doc{}, err
+	}
+	if opts.Scratch, err = os.MkdirTemp(tmp, "doc-"); err != nil {
+		return Doc{}, err
+	}
+	rel, _ := filepath.Rel(root, src)
+	opts.LinkPrefix, opts.From = fam.opts.LinkPrefix, fam.opts.From
+	dst := filepath.Join(fam.dstDir, filepath.Base(src))
+	if fam.glob == RootREADME {
+		dst = "README.md"
+	}
+	out, err := Weave(filepath.ToSlash(rel), b, opts)
+	if err != nil {
+		return Doc{}, err
+	}
+	return Doc{Src: rel, Dst: filepath.Clean(dst), Want: out}, nil
 }
 
 var link = regexp.MustCompile(`\]\(([^)#\s]+)(#[^)]*)?\)`)

@@ -60,6 +60,29 @@ func TestWeave(t *testing.T) {
 	assert.ErrorContains(t, err, "exit status 1", "a command that fails silently breaks the doc")
 }
 
+// A document that runs the commands another one ran, in the same order,
+// shows that one's output: a Japanese page and its English twin show the
+// same runs. A different command before it is a different history.
+func TestRunsAreShared(t *testing.T) {
+	root := t.TempDir()
+	runs := Runs{}
+	weave := func(src string) string {
+		out, err := Weave("src.md", []byte(src), Options{Root: root, BinDir: root, Scratch: t.TempDir(), Runs: runs})
+		require.NoError(t, err)
+		_, body, _ := strings.Cut(string(out), "\n\n")
+		return body
+	}
+	const pid = "%run echo $$\n"
+	first := weave("# en\n" + pid)
+	assert.Equal(t, strings.Replace(first, "en", "ja", 1), weave("# ja\n"+pid), "the same command, shown once run")
+	other := weave("%run true\n" + pid)
+	assert.NotContains(t, other, strings.TrimPrefix(first, "# en\n"), "after another command, run again")
+	require.NoError(t, os.WriteFile(filepath.Join(root, "x.go"), []byte(source), 0o644))
+	out, err := Weave("x.md", []byte("%include x.go inner\n"), Options{Root: root, From: "引用元"})
+	require.NoError(t, err)
+	assert.Contains(t, string(out), "<sub>引用元 [x.go](../x.go)</sub>")
+}
+
 func TestBrokenLinks(t *testing.T) {
 	root := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(root, "a.md"), []byte("[ok](a.md) [web](https://go.dev) [bad](nope.go#L1)"), 0o644))

@@ -1,4 +1,5 @@
-// Command weave regenerates docs/*.md from docs/src/*.md: `make docs`.
+// Command weave regenerates docs/*.md from docs/src/*.md, README.md from
+// docs/src/root/README.md and docs/ja/*.md from docs/src/ja/*.md: `make docs`.
 package main
 
 import (
@@ -35,6 +36,9 @@ func run() error {
 		return err
 	}
 	for _, d := range docs {
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(d.Dst)), 0o755); err != nil {
+			return err
+		}
 		if err := os.WriteFile(filepath.Join(root, d.Dst), d.Want, 0o644); err != nil {
 			return err
 		}
