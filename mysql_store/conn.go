@@ -102,6 +102,9 @@ type socket struct {
 	net.Conn
 	aborted atomic.Bool
 	forget  func()
+	// stmts are the statements prepared on the connection, by query: used
+	// only by the hit that holds the connection.
+	stmts map[string]driver.StmtExecContext
 }
 
 var past = time.Unix(1, 0)
@@ -140,14 +143,9 @@ func (s *socket) Close() error {
 	return s.Conn.Close()
 }
 
-// bound returns the context for the statements of a hit on conn, which
-// does not end: ctx's end is kept at the socket instead. end, called with
-// the statements' error, reports whether ctx ended during them: the
-// connection is then closed, not pooled, and the error wraps ctx's. On a
-// connection whose socket is unknown (a database OpenDB did not make) it
-// returns ctx, for the driver to keep.
-func (s *Store) bound(ctx context.Context, conn *sql.Conn) (stmts context.Context, end func(error) error) {
-	var sock *socket
+// socketOf returns conn's socket, or nil if it is unknown (a database
+// OpenDB did not make).
+func (s *Store) socketOf(conn *sql.Conn) (sock *socket) {
 	if s.sockets != nil {
 		conn.Raw(func(dc any) error {
 			if v, ok := s.sockets.Load(dc); ok {
@@ -156,6 +154,16 @@ func (s *Store) bound(ctx context.Context, conn *sql.Conn) (stmts context.Contex
 			return nil
 		})
 	}
+	return sock
+}
+
+// bound returns the context for the statements of a hit on conn, which
+// does not end: ctx's end is kept at the socket instead. end, called with
+// the statements' error, reports whether ctx ended during them: the
+// connection is then closed, not pooled, and the error wraps ctx's. On a
+// connection whose socket is unknown (a database OpenDB did not make) it
+// returns ctx, for the driver to keep. sock is conn's (see socketOf).
+func (s *Store) bound(ctx context.Context, conn *sql.Conn, sock *socket) (stmts context.Context, end func(error) error) {
 	if sock == nil {
 		return ctx, func(err error) error { return err }
 	}
@@ -170,4 +178,58 @@ func (s *Store) bound(ctx context.Context, conn *sql.Conn) (stmts context.Contex
 		}
 		return err
 	}
+}
+
+// execPrepared runs q with args on conn, whose socket is sock, as a
+// statement the server prepared on the connection at its first use: the
+// server then parses it once per connection, not at every hit, which
+// costs a hit more than evaluating it does. Where the socket is unknown
+// or the server refuses to prepare q, q goes as text.
+func execPrepared(ctx context.Context, conn *sql.Conn, sock *socket, q string, args ...any) (sql.Result, error) {
+	text := sock == nil
+	if !text {
+		var res sql.Result
+		err := conn.Raw(func(dc any) error {
+			st, err := sock.prepared(ctx, dc, q)
+			if st == nil {
+				text = err == nil
+				return err
+			}
+			named := make([]driver.NamedValue, len(args))
+			for i, a := range args {
+				named[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+			}
+			res, err = st.ExecContext(ctx, named)
+			return err
+		})
+		if !text {
+			return res, err
+		}
+	}
+	return conn.ExecContext(ctx, q, args...)
+}
+
+// prepared returns q prepared on dc, the socket's connection, preparing it
+// at its first use; nil and no error if the server refused to prepare it,
+// which is not asked again on the connection.
+func (s *socket) prepared(ctx context.Context, dc any, q string) (driver.StmtExecContext, error) {
+	if st, ok := s.stmts[q]; ok {
+		return st, nil
+	}
+	var ex driver.StmtExecContext
+	if p, ok := dc.(driver.ConnPrepareContext); ok {
+		st, err := p.PrepareContext(ctx, q)
+		var me *mysql.MySQLError
+		if err != nil && !errors.As(err, &me) {
+			return nil, err
+		}
+		if ex, ok = st.(driver.StmtExecContext); st != nil && !ok {
+			st.Close()
+		}
+	}
+	if s.stmts == nil {
+		s.stmts = map[string]driver.StmtExecContext{}
+	}
+	s.stmts[q] = ex
+	return ex, nil
 }

@@ -6,28 +6,40 @@
 // It uses database/sql with go-sql-driver/mysql, the driver Go programs
 // use for the MySQL protocol; OpenDB sets it up for a limiter (interpolated
 // parameters, so that a hit is one round trip and not a prepare, an
-// execute and a close; short timeouts; an InnoDB lock wait no shorter than the hit may take).
+// execute and a close — the fixed window's UPDATE alone is prepared, once
+// per connection; short timeouts; an InnoDB lock wait no shorter than the
+// hit may take).
 //
-// # The fixed window is one statement
+// # The fixed window counts in one statement
 //
-// The original's rule — a count and the instant its window ends — is one
-// INSERT … ON DUPLICATE KEY UPDATE, atomic on the row: no other session
-// reads the count between this hit's read and write, so none is lost
-// (read-then-write in two statements loses them, as package database_lock
-// shows). Two things about it are MySQL's own:
+// The original's rule — a count and the instant its window ends — counts
+// a hit in one statement, atomic on the row: no other session reads the count between
+// this hit's read and write, so none is lost (read-then-write in two
+// statements loses them, as package database_lock shows). A hit on a row
+// that holds a live window of its rule — every hit of a key but the
+// window's first — is an UPDATE of the count, which the server prepares
+// once per connection instead of parsing at every hit; where it matched
+// no row (none yet, a window over, a row of another rule or one no rule
+// wrote, a deadline passed), an INSERT … ON DUPLICATE KEY UPDATE follows,
+// which creates or renews the row. Three things about them are MySQL's
+// own:
 //
 //   - The assignments of ON DUPLICATE KEY UPDATE run left to right, and
 //     each sees the columns the ones before it assigned — unless MariaDB's
 //     SIMULTANEOUS_ASSIGNMENT mode is set, and then every one sees the old
-//     row. The statement holds under both: count is computed from the old
+//     row. The statements hold under both: count is computed from the old
 //     row, reset_at from the old reset_at alone, and no expression reads a
 //     column another one wrote. (PostgreSQL evaluates every SET expression
 //     against the old row.)
-//   - The statement hands its result back in the OK packet, through
+//   - Each statement hands its result back in the OK packet, through
 //     LAST_INSERT_ID(expr) — reset_at << 28 | count, which fits since a
 //     count never exceeds limit + 1 ≤ 2^27 + 1 and reset_at 2^35, and bit
 //     63 for a row it replaced — so that it works on MySQL too, which has
 //     no RETURNING (MariaDB 10.5+ has).
+//   - The UPDATE's affected rows count the rows it changed, not those it
+//     matched: a count stopped at the cap changes nothing. The server
+//     sends LAST_INSERT_ID's value whenever the expression ran, and 0 when
+//     no row matched, which is what tells the two apart.
 //
 // A window's count stops at limit + 1: past the limit every hit is refused
 // until reset_at whatever the count, so the decisions are the file
@@ -39,8 +51,10 @@
 //
 // Every hit carries a deadline, four fifths into its timeout, and its
 // statement changes nothing once the server's clock (SYSDATE(6)) has
-// passed it: a statement that waited in the server's socket buffer behind
-// a server that had stopped does not count a hit its client gave up on.
+// passed it — the fixed window's UPDATE checks it once it holds the row:
+// a statement that waited in the server's socket buffer behind a server
+// that had stopped, or for a row another transaction held, does not count
+// a hit its client gave up on.
 // max_statement_time, which OpenDB sets on every connection, bounds a
 // wait for a row lock the same way. See the database-lock chapter for the
 // cases that remain.

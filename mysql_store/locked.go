@@ -71,7 +71,7 @@ func (s *Store) takeLocked(ctx context.Context, h sqlstore.Hit) (ratelab.Decisio
 	if two {
 		lock = s.lockedInBlocks
 	}
-	stmts, end := s.bound(ctx, conn)
+	stmts, end := s.bound(ctx, conn, s.socketOf(conn))
 	d, err := lock(ctx, stmts, conn, queued, h)
 	return d, end(err)
 }

@@ -7,26 +7,50 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/ratelab/ratelab/algorithm"
 	"github.com/ratelab/ratelab/internal/sqlstore"
 )
 
 // queries are the store's statements, with the tables' prefix filled in.
 type queries struct {
-	fixed                  string
+	hot, fixed             string
 	ensure, lock, update   string // MySQL's locked hit
 	lockBlock, updateBlock string // MariaDB's
 }
 
+// !+hot
+
+// hotSQL is the fixed window's hit on a row that holds a sound, live
+// window of the rule — every hit of a key but its window's first: an
+// UPDATE of one column, computed from the old row, which the server runs
+// prepared (see execPrepared) and for less than the upsert below. The
+// deadline is checked once the row is locked. LAST_INSERT_ID(expr) hands
+// back reset_at << 28 | count, never 0, whenever a row matched, changed
+// or not (a count stopped at the cap changes nothing, and affected rows
+// count changed rows only); the server sends 0 when none matched — no
+// row, a window over, another rule's or a corrupt row, or the deadline
+// passed — and the hit is then fixedSQL's. IGNORE INDEX spares the
+// optimizer weighing reset_at's index against the primary key.
+//
+// Its arguments, by name (see hotArgs): cap, key, t + 1, live, maxCount,
+// deadline.
+const hotSQL = `UPDATE {fixed} IGNORE INDEX (reset_at) SET count = LAST_INSERT_ID(reset_at << 28 | LEAST(count + 1, ?)) & 268435455
+WHERE k = ? AND reset_at BETWEEN ? AND ? AND count BETWEEN 0 AND ?
+  AND UNIX_TIMESTAMP(SYSDATE(6)) * 1000000 < ?`
+
+// !-hot
+
 // !+fixed
 
-// fixedSQL is the fixed window's hit, written so that no assignment reads
-// a column another one wrote: the same statement under MySQL's left-to-
-// right assignments and MariaDB's SIMULTANEOUS_ASSIGNMENT. count is
-// computed from the old row; reset_at from the old reset_at alone.
-// LAST_INSERT_ID(expr) hands the result back in the OK packet — reset_at
-// << 28 | count, bit 63 set when the row held values no rule writes and
-// was replaced — for one round trip without RETURNING. The row is
-// touched only while the server's clock is before the deadline.
+// fixedSQL is the fixed window's hit where hotSQL matched no row, written
+// so that no assignment reads a column another one wrote: the same
+// statement under MySQL's left-to-right assignments and MariaDB's
+// SIMULTANEOUS_ASSIGNMENT. count is computed from the old row; reset_at
+// from the old reset_at alone. LAST_INSERT_ID(expr) hands the result back
+// in the OK packet — reset_at << 28 | count, bit 63 set when the row held
+// values no rule writes and was replaced — in the same round trip,
+// without RETURNING. The row is touched only while the server's clock is
+// before the deadline.
 //
 // Its arguments, by name (see fixedArgs): key, fresh, deadline; then t,
 // maxReset, fresh, maxReset, maxCount, live, cap; then t, maxReset, fresh.
@@ -41,9 +65,13 @@ ON DUPLICATE KEY UPDATE
 
 // !-fixed
 
-// fixedArgs are fixedSQL's arguments for a hit.
-func fixedArgs(h sqlstore.Hit) []any {
-	b := h.Fixed()
+// hotArgs are hotSQL's arguments for hit h, whose bounds are b.
+func hotArgs(h sqlstore.Hit, b algorithm.FixedBounds) []any {
+	return []any{b.Cap, h.Key, b.T + 1, b.Live, b.MaxCount, h.Deadline}
+}
+
+// fixedArgs are fixedSQL's arguments for hit h, whose bounds are b.
+func fixedArgs(h sqlstore.Hit, b algorithm.FixedBounds) []any {
 	return []any{h.Key, b.Fresh, h.Deadline,
 		b.T, b.MaxReset, b.Fresh, b.MaxReset, b.MaxCount, b.Live, b.Cap,
 		b.T, b.MaxReset, b.Fresh}
@@ -52,6 +80,7 @@ func fixedArgs(h sqlstore.Hit) []any {
 func newQueries(prefix string) queries {
 	r := sqlstore.Names(prefix)
 	return queries{
+		hot:    r.Replace(hotSQL),
 		fixed:  r.Replace(fixedSQL),
 		ensure: r.Replace(`INSERT INTO {state} (k, state, expires_at) VALUES (?, '', 0) ON DUPLICATE KEY UPDATE k = k`),
 		// The state, and whether the server's clock is still before the

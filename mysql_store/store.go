@@ -15,6 +15,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/algorithm"
 	"github.com/ratelab/ratelab/internal/hostport"
 	"github.com/ratelab/ratelab/internal/redact"
 	"github.com/ratelab/ratelab/internal/sqlstore"
@@ -187,35 +188,52 @@ func (s *Store) conn(ctx context.Context) (*sql.Conn, bool, error) {
 // hold the count; bit 63 says the row was replaced.
 const countBits = 28
 
-// takeFixed is the fixed window's one statement. Its packed result is 0
-// when it set none: it inserted the row (one row affected) or the
-// deadline had passed (none).
+// takeFixed is the fixed window's hit: hotSQL, and fixedSQL when hotSQL
+// matched no row. fixedSQL's packed result is 0 when it set none: it
+// inserted the row (one row affected) or the deadline had passed (none).
 func (s *Store) takeFixed(ctx context.Context, h sqlstore.Hit) (ratelab.Decision, error) {
 	conn, queued, err := s.conn(ctx)
 	if err != nil {
 		return ratelab.Decision{}, err
 	}
 	defer conn.Close()
-	stmts, end := s.bound(ctx, conn)
-	res, err := conn.ExecContext(stmts, s.q.fixed, fixedArgs(h)...)
+	b, sock := h.Fixed(), s.socketOf(conn)
+	stmts, end := s.bound(ctx, conn, sock)
+	packed, inserted, err := s.fixed(stmts, conn, sock, h, b)
 	if err = end(err); err != nil {
 		return ratelab.Decision{}, sqlstore.Acquired(ctx, err, queued)
 	}
-	packed, err := res.LastInsertId()
-	if err != nil {
-		return ratelab.Decision{}, err
-	}
-	if packed == 0 {
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return ratelab.Decision{}, cmp.Or(err, sqlstore.ErrLate)
-		}
-		return h.FixedDecision(1, h.Fixed().Fresh) // a new row
-	}
-	if packed < 0 {
+	switch {
+	case packed == 0 && !inserted:
+		return ratelab.Decision{}, sqlstore.ErrLate
+	case packed == 0:
+		return h.FixedDecision(1, b.Fresh) // a new row
+	case packed < 0:
 		s.base.Log.Warn("mysqlstore: replaced a corrupt state", "key", h.Key)
 		packed &= math.MaxInt64
 	}
 	return h.FixedDecision(packed&(1<<countBits-1), packed>>countBits)
+}
+
+// fixed runs the fixed window's statements on conn, whose socket is
+// sock (hotSQL prepared, see execPrepared), and returns the packed
+// result, and whether fixedSQL inserted the row when that is 0.
+func (s *Store) fixed(ctx context.Context, conn *sql.Conn, sock *socket, h sqlstore.Hit, b algorithm.FixedBounds) (packed int64, inserted bool, err error) {
+	res, err := execPrepared(ctx, conn, sock, s.q.hot, hotArgs(h, b)...)
+	if err == nil {
+		packed, err = res.LastInsertId()
+	}
+	if err != nil || packed != 0 {
+		return packed, false, err
+	}
+	if res, err = conn.ExecContext(ctx, s.q.fixed, fixedArgs(h, b)...); err != nil {
+		return 0, false, err
+	}
+	if packed, err = res.LastInsertId(); err != nil || packed != 0 {
+		return packed, false, err
+	}
+	n, err := res.RowsAffected()
+	return 0, n > 0, err
 }
 
 // Reset forgets the state of key under r: one DELETE, atomic against any

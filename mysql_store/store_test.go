@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -190,4 +191,130 @@ FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'`).Scan(&ms)
 	}))
 	require.NoError(t, tx.Rollback())
 	assert.NoError(t, <-done, "a row held 1.5 s, within a 4 s timeout, is load")
+}
+
+// A fixed-window hit is one UPDATE when the key's row holds a live window
+// of the rule, and the upsert after it otherwise; each case sets the row,
+// takes one hit at T0 and reads the decision, the row and the round trips.
+// A count stopped at the cap changes no row — affected rows 0 — and is
+// still the UPDATE's: taken for a missing row, the hit went on to the
+// upsert, two round trips.
+func TestFixedHotPath(t *testing.T) {
+	skipWithoutServer(t)
+	p, err := sqlserver.CountTrips(server.Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	o := storetest.Options{Prefix: fmt.Sprintf("hot%d_", prefixes.Add(1)), Timeout: 5 * time.Second, Policy: ratelab.FailClosed}
+	s := connect(t, strings.Replace(server.DSN, server.Addr, p.Addr, 1), 5*time.Second)(o)
+	require.NoError(t, s.CheckServer(context.Background()))
+	admin := open(t, server.DSN, 5*time.Second)
+	five := ratelab.Rule{Name: "five", Limit: 5, Window: time.Hour}
+	storetest.Take(t, s, five, "warm", storetest.T0) // a connection, its statement prepared
+	t0, fresh := storetest.T0.Unix(), storetest.T0.Add(time.Hour).Unix()
+	for _, c := range []struct {
+		name      string
+		row       []int64 // count, reset_at; nil: none
+		allowed   bool
+		remaining int64
+		conflict  bool
+		want      []int64 // the row after the hit
+		trips     int64
+	}{
+		{"a live window", []int64{2, t0 + 1800}, true, 2, false, []int64{3, t0 + 1800}, 1},
+		{"the hit past the limit", []int64{5, t0 + 1800}, false, 0, false, []int64{6, t0 + 1800}, 1},
+		{"a count stopped at the cap", []int64{6, t0 + 1800}, false, 0, false, []int64{6, t0 + 1800}, 1},
+		{"a window over", []int64{6, t0}, true, 4, false, []int64{1, fresh}, 2},
+		{"no row", nil, true, 4, false, []int64{1, fresh}, 2},
+		{"another rule's window", []int64{3, t0 + 3*3600}, false, 0, true, []int64{3, t0 + 3*3600}, 2},
+		{"a negative count", []int64{-3, t0 + 1800}, true, 4, false, []int64{1, t0 + 1800}, 2},
+	} {
+		k := s.(interface {
+			Key(ratelab.Rule, string) string
+		}).Key(five, storetest.Key)
+		_, err := admin.Exec("DELETE FROM "+o.Prefix+"fixed WHERE k = ?", k)
+		require.NoError(t, err)
+		if c.row != nil {
+			_, err := admin.Exec("INSERT INTO "+o.Prefix+"fixed VALUES (?, ?, ?)", k, c.row[0], c.row[1])
+			require.NoError(t, err)
+		}
+		before := p.Count()
+		d, err := s.TakeAt(context.Background(), five, storetest.Key, storetest.T0)
+		trips := p.Count() - before
+		if c.conflict {
+			assert.ErrorIs(t, err, ratelab.ErrRuleConflict, c.name)
+		} else if assert.NoError(t, err, c.name) {
+			assert.Equal(t, []any{c.allowed, c.remaining}, []any{d.Allowed, d.Remaining}, "%s: allowed, remaining", c.name)
+		}
+		got := make([]int64, 2)
+		require.NoError(t, admin.QueryRow("SELECT count, reset_at FROM "+o.Prefix+"fixed WHERE k = ?", k).Scan(&got[0], &got[1]))
+		assert.Equal(t, c.want, got, "%s: the row after the hit", c.name)
+		assert.Equal(t, c.trips, trips, "%s: round trips", c.name)
+	}
+}
+
+// The deadline is checked once the row is locked: a hit that waited for a
+// row another transaction held until after its deadline is not counted,
+// even where the server's max_statement_time does not end the wait first
+// (OpenDB given a longer timeout than the store's). Checked before the
+// row lock, as the upsert alone did, the hit was counted after its client
+// had reported it failed.
+func TestALockWaitPastTheDeadlineIsNotCounted(t *testing.T) {
+	skipWithoutServer(t)
+	o := storetest.Options{Prefix: fmt.Sprintf("wait%d_", prefixes.Add(1)), Timeout: time.Second, Policy: ratelab.FailClosed}
+	s := connect(t, server.DSN, 10*time.Second)(o)
+	require.NoError(t, s.CheckServer(context.Background()))
+	storetest.Take(t, s, storetest.Original, storetest.Key, storetest.T0) // count 1
+	admin := open(t, server.DSN, 5*time.Second)
+	tx, err := admin.Begin()
+	require.NoError(t, err)
+	t.Cleanup(func() { tx.Rollback() })
+	var k string
+	require.NoError(t, tx.QueryRow("SELECT k FROM "+o.Prefix+"fixed FOR UPDATE").Scan(&k))
+	_, err = s.TakeAt(context.Background(), storetest.Original, storetest.Key, storetest.T0) // waits, past its deadline
+	require.Error(t, err, "the hit was reported failed")
+	require.NoError(t, tx.Rollback()) // the statement, still waiting, gets the row
+	require.NoError(t, poll.Until(10*time.Second, 20*time.Millisecond, func() error {
+		var n int
+		err := admin.QueryRow(`SELECT COUNT(*) FROM information_schema.PROCESSLIST
+WHERE ID <> CONNECTION_ID() AND USER = 'ratelab' AND COMMAND <> 'Sleep'`).Scan(&n)
+		if err == nil && n > 0 {
+			err = fmt.Errorf("%d statements running", n)
+		}
+		return err
+	}))
+	after := storetest.Take(t, s, storetest.Original, storetest.Key, storetest.T0)
+	assert.Equal(t, int64(28), after.Remaining, "count 2: the hit reported failed was not counted")
+}
+
+// A server that prepares no statement (max_prepared_stmt_count = 0, as a
+// host may set it) gets the hit's UPDATE as text, asked to prepare it once
+// per connection: one round trip a hit, and every store check.
+func TestStoreUnprepared(t *testing.T) {
+	if !sqlserver.MariaDBAvailable() {
+		t.Skip("mariadbd not found: install it with " + sqlserver.MariaDBInstallHint)
+	}
+	srv, err := sqlserver.StartMariaDB("--max-prepared-stmt-count=0")
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	db := open(t, srv.DSN, 5*time.Second)
+	_, err = db.Prepare("SELECT 1")
+	var me *mysql.MySQLError
+	require.True(t, errors.As(err, &me) && me.Number == 1461, "the server refuses to prepare: %v", err)
+	p, err := sqlserver.CountTrips(srv.Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	s := connect(t, strings.Replace(srv.DSN, srv.Addr, p.Addr, 1), 5*time.Second)(storetest.Options{Prefix: "trips_", Timeout: 5 * time.Second})
+	require.NoError(t, s.CheckServer(context.Background()))
+	storetest.Take(t, s, storetest.Original, storetest.Key, storetest.T0) // the row; the refusal
+	before := p.Count()
+	for range 5 {
+		storetest.Take(t, s, storetest.Original, storetest.Key, storetest.T0)
+	}
+	assert.Equal(t, int64(5), p.Count()-before, "round trips of 5 hits")
+	stores := connect(t, srv.DSN, 5*time.Second)
+	storetest.Run(t, func(t *testing.T) func() ratelab.Store {
+		o := storetest.Options{Prefix: fmt.Sprintf("unprepared%d_", prefixes.Add(1)), Timeout: 5 * time.Second}
+		require.NoError(t, stores(o).CheckServer(context.Background()))
+		return func() ratelab.Store { return stores(o) }
+	}, true)
 }
