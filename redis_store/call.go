@@ -33,12 +33,12 @@ type onceCmd struct{ *redis.Cmd }
 // failure that may have come after it ran.
 func (onceCmd) NoRetry() bool { return true }
 
-// call runs script on key once, as go-redis's Script.Run does — EVALSHA,
+// call runs script on keys once, as go-redis's Script.Run does — EVALSHA,
 // and only if Redis answers that it does not know the script (NOSCRIPT:
 // nothing ran) EVAL with its source — but neither command is ever sent
 // again after a failure.
-func (s *Store) call(ctx context.Context, script *redis.Script, key string, args ...any) ([]int64, error) {
-	return script.Run(ctx, once{s.rdb, s.proc}, []string{key}, args...).Int64Slice()
+func (s *Store) call(ctx context.Context, script *redis.Script, keys []string, args ...any) ([]int64, error) {
+	return script.Run(ctx, once{s.rdb, s.proc}, keys, args...).Int64Slice()
 }
 
 // reloadAfter makes a cluster client reload its map of the slots after a
