@@ -48,8 +48,11 @@ func (s *Store) call(ctx context.Context, script *redis.Script, keys []string, a
 // reload (every 60 s), nor ever for an error that go-redis does not take
 // as a sign of a moved slot (a refused connection).
 func (s *Store) reloadAfter(ctx context.Context, err error) {
+	if err == nil || s.reload == nil {
+		return // before rerr, which escapes: a hit allocates nothing here
+	}
 	var rerr redis.Error
-	if err != nil && s.reload != nil && !errors.As(err, &rerr) {
+	if !errors.As(err, &rerr) {
 		s.reload.ReloadState(ctx)
 	}
 }

@@ -125,18 +125,38 @@ func migrateSlot(ctx context.Context, cl *redisserver.Cluster, slot int) (int, e
 			return 0, err
 		}
 	}
-	// The new owner first, then the old one, as redis-cli does: the other
-	// way round, the old owner answers MOVED to a node that still answers
-	// MOVED back until it is told.
+	return target, assignSlot(ctx, cl, ids, slot, owner, target)
+}
+
+// assignSlot ends the move of slot from node owner to node target on every
+// node (SETSLOT NODE): the new owner first, then the old one, as redis-cli
+// does — the other way round, the old owner answers MOVED to a node that
+// answers MOVED back until it is told.
+func assignSlot(ctx context.Context, cl *redisserver.Cluster, ids []string, slot, owner, target int) error {
 	for _, i := range []int{target, owner, 3 - target - owner} {
 		c := cl.Nodes[i].Client()
 		err := c.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", ids[target]).Err()
 		c.Close()
 		if err != nil {
-			return 0, err
+			return err
 		}
 	}
-	return target, nil
+	return nil
+}
+
+// keySlot is the Redis key of key under waitRule in s, and its slot: that
+// of every key of its state.
+func keySlot(t *testing.T, cl *redisserver.Cluster, s *redisstore.Store, key string) (string, int64) {
+	t.Helper()
+	admin := cl.Client()
+	defer admin.Close()
+	rkey := s.Key(waitRule, key)
+	slot, err := admin.ClusterKeySlot(context.Background(), rkey).Result()
+	require.NoError(t, err)
+	other, err := admin.ClusterKeySlot(context.Background(), rkey+":reset_at").Result()
+	require.NoError(t, err)
+	require.Equal(t, slot, other, "the count and reset_at in one slot")
+	return rkey, slot
 }
 
 // beginMigration marks slot as moving from the node that holds it to the
@@ -321,12 +341,8 @@ func TestWaitFollowsAnAskRedirect(t *testing.T) {
 	cl := redisserver.ClusterForTest(t)
 	ctx := context.Background()
 	s := clusterStore(t, cl, ratelab.FailOpen, 20*time.Millisecond)
-	rkey := s.Key(waitRule, "ip:203.0.113.7")
-	admin := cl.Client()
-	defer admin.Close()
-	slot, err := admin.ClusterKeySlot(ctx, rkey).Result()
-	require.NoError(t, err)
-	_, err = s.TakeAt(ctx, waitRule, "ip:203.0.113.7", t0)
+	rkey, slot := keySlot(t, cl, s, "ip:203.0.113.7")
+	_, err := s.TakeAt(ctx, waitRule, "ip:203.0.113.7", t0)
 	require.NoError(t, err)
 	_, owner, target, err := beginMigration(ctx, cl, int(slot))
 	require.NoError(t, err)
@@ -374,14 +390,7 @@ func TestFixedWindowWaitsForItsMovingSlot(t *testing.T) {
 	cl := redisserver.ClusterForTest(t)
 	ctx := context.Background()
 	s := clusterStore(t, cl, ratelab.FailOpen, 20*time.Millisecond)
-	rkey := s.Key(waitRule, "ip:192.0.2.9")
-	admin := cl.Client()
-	defer admin.Close()
-	slot, err := admin.ClusterKeySlot(ctx, rkey).Result()
-	require.NoError(t, err)
-	resetSlot, err := admin.ClusterKeySlot(ctx, rkey+":reset_at").Result()
-	require.NoError(t, err)
-	require.Equal(t, slot, resetSlot, "the count and reset_at in one slot")
+	rkey, slot := keySlot(t, cl, s, "ip:192.0.2.9")
 	ids, owner, target, err := beginMigration(ctx, cl, int(slot))
 	require.NoError(t, err)
 
@@ -399,11 +408,7 @@ func TestFixedWindowWaitsForItsMovingSlot(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return strings.Contains(dst.Info(ctx, "errorstats").Val(), "errorstat_TRYAGAIN")
 	}, 10*time.Second, time.Millisecond, "the importing node answered TRYAGAIN")
-	for _, i := range []int{target, owner, 3 - target - owner} {
-		c := cl.Nodes[i].Client()
-		require.NoError(t, c.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", ids[target]).Err())
-		c.Close()
-	}
+	require.NoError(t, assignSlot(ctx, cl, ids, int(slot), owner, target))
 	r := <-done
 	require.NoError(t, r.err)
 	assert.Equal(t, waitRule.Limit-1, r.d.Remaining, "counted once")

@@ -14,12 +14,13 @@ import (
 // The four steps of package algorithm as Redis scripts, one per hit: each
 // reads the state, decides, writes the state and its expiry in one step, so
 // no other client runs in between and a crash of the client cannot leave a
-// state without an expiry. Each takes
+// state without an expiry. The sliding counter's and log's take
 //
 //	KEYS[1] the state's key
 //	ARGV    now (Unix ms), window (s), limit, burst, 1 if refused hits count
 //
-// and returns {0, allowed, remaining, retry_after_ms, reset_after_ms}, or
+// (GCRA's and the fixed window's say what they take instead) and return
+// {0, allowed, remaining, retry_after_ms, reset_after_ms}, or
 // {1, detail} when the state belongs to another rule of the same name
 // (detail: the window the state records, or for a fixed window how far
 // ahead it ends). Numbers are Lua doubles, exact below 2^53, which the
@@ -121,7 +122,7 @@ const (
 // causes say, by code, what was wrong with a state a script replaced.
 var causes = map[int64]string{
 	causeWrongType:  "the key holds another type than the state's",
-	causeMissing:    "the state lacks a field",
+	causeMissing:    "the state lacks a field or one of its keys (a count without an expiry: INCR made it from nothing)",
 	causeNotInteger: "a field is not a decimal integer",
 	causeRange:      "a value is out of range (a negative count, a window no rule has, an instant out of bounds)",
 	causeTooFar:     "the state records an instant further ahead of the hit than any rule writes, MaxSkew included",

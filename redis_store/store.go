@@ -34,6 +34,7 @@ import (
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
+	"github.com/ratelab/ratelab/internal/sqlstore"
 )
 
 // defaultPrefix is the prefix of the store's keys when Options.Prefix is "".
@@ -304,11 +305,11 @@ func (s *Store) replaced(rkey string, cause int64) {
 // too.
 func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, args ...any) ([]int64, error) {
 	vals, err := s.runScript(ctx, script, keys, args...)
-	for pause := 4 * time.Millisecond; redis.HasErrorPrefix(err, "TRYAGAIN"); pause = min(2*pause, 64*time.Millisecond) {
+	for try := 0; err != nil && redis.HasErrorPrefix(err, "TRYAGAIN"); try++ {
 		// A slot moving between a cluster's nodes holds a part of the
 		// state's keys on each, or none on the node importing it: the
 		// script did not run, and can once the slot has moved.
-		if !sleep(ctx, pause) {
+		if !sqlstore.Backoff(ctx, try) {
 			break
 		}
 		vals, err = s.runScript(ctx, script, keys, args...)
@@ -318,18 +319,6 @@ func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, ar
 		return nil, fmt.Errorf("%w: the primary refused the write, not counted: %w", ErrNotReplicated, err)
 	}
 	return vals, err
-}
-
-// sleep waits d, or until ctx ends: it reports whether it waited d.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 func (s *Store) runScript(ctx context.Context, script *redis.Script, keys []string, args ...any) ([]int64, error) {
