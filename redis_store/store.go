@@ -271,23 +271,6 @@ func (s *Store) take(ctx context.Context, name string, r ratelab.Rule, now time.
 	}, err
 }
 
-// stepArgs are the arguments of r's script but the fixed window's for a
-// hit at now: now (Unix ms), the window (s), then for GCRA the emission
-// interval and the burst's offset (ms), for the others the limit and the
-// burst, and 1 if refused hits count.
-func stepArgs(r ratelab.Rule, now time.Time) []any {
-	countRefused := 0
-	if r.Refusals == ratelab.CountRefusals {
-		countRefused = 1
-	}
-	w := int64(r.Window / time.Second)
-	if r.Algorithm == ratelab.GCRA {
-		interval := (w*1000 + r.Limit - 1) / r.Limit
-		return []any{now.UnixMilli(), w, interval, r.Burst * interval, countRefused}
-	}
-	return []any{now.UnixMilli(), w, r.Limit, r.Burst, countRefused}
-}
-
 // replaced logs that the script replaced the state at rkey, for cause.
 func (s *Store) replaced(rkey string, cause int64) {
 	why, ok := causes[cause]
