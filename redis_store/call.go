@@ -33,12 +33,12 @@ type onceCmd struct{ *redis.Cmd }
 // failure that may have come after it ran.
 func (onceCmd) NoRetry() bool { return true }
 
-// call runs script on key once, as go-redis's Script.Run does — EVALSHA,
+// call runs script on keys once, as go-redis's Script.Run does — EVALSHA,
 // and only if Redis answers that it does not know the script (NOSCRIPT:
 // nothing ran) EVAL with its source — but neither command is ever sent
 // again after a failure.
-func (s *Store) call(ctx context.Context, script *redis.Script, key string, args ...any) ([]int64, error) {
-	return script.Run(ctx, once{s.rdb, s.proc}, []string{key}, args...).Int64Slice()
+func (s *Store) call(ctx context.Context, script *redis.Script, keys []string, args ...any) ([]int64, error) {
+	return script.Run(ctx, once{s.rdb, s.proc}, keys, args...).Int64Slice()
 }
 
 // reloadAfter makes a cluster client reload its map of the slots after a
@@ -48,8 +48,11 @@ func (s *Store) call(ctx context.Context, script *redis.Script, key string, args
 // reload (every 60 s), nor ever for an error that go-redis does not take
 // as a sign of a moved slot (a refused connection).
 func (s *Store) reloadAfter(ctx context.Context, err error) {
+	if err == nil || s.reload == nil {
+		return // before rerr, which escapes: a hit allocates nothing here
+	}
 	var rerr redis.Error
-	if err != nil && s.reload != nil && !errors.As(err, &rerr) {
+	if !errors.As(err, &rerr) {
 		s.reload.ReloadState(ctx)
 	}
 }

@@ -125,15 +125,38 @@ func migrateSlot(ctx context.Context, cl *redisserver.Cluster, slot int) (int, e
 			return 0, err
 		}
 	}
-	for _, s := range cl.Nodes {
-		c := s.Client()
+	return target, assignSlot(ctx, cl, ids, slot, owner, target)
+}
+
+// assignSlot ends the move of slot from node owner to node target on every
+// node (SETSLOT NODE): the new owner first, then the old one, as redis-cli
+// does — the other way round, the old owner answers MOVED to a node that
+// answers MOVED back until it is told.
+func assignSlot(ctx context.Context, cl *redisserver.Cluster, ids []string, slot, owner, target int) error {
+	for _, i := range []int{target, owner, 3 - target - owner} {
+		c := cl.Nodes[i].Client()
 		err := c.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", ids[target]).Err()
 		c.Close()
 		if err != nil {
-			return 0, err
+			return err
 		}
 	}
-	return target, nil
+	return nil
+}
+
+// keySlot is the Redis key of key under waitRule in s, and its slot: that
+// of every key of its state.
+func keySlot(t *testing.T, cl *redisserver.Cluster, s *redisstore.Store, key string) (string, int64) {
+	t.Helper()
+	admin := cl.Client()
+	defer admin.Close()
+	rkey := s.Key(waitRule, key)
+	slot, err := admin.ClusterKeySlot(context.Background(), rkey).Result()
+	require.NoError(t, err)
+	other, err := admin.ClusterKeySlot(context.Background(), rkey+":reset_at").Result()
+	require.NoError(t, err)
+	require.Equal(t, slot, other, "the count and reset_at in one slot")
+	return rkey, slot
 }
 
 // beginMigration marks slot as moving from the node that holds it to the
@@ -310,27 +333,27 @@ func TestWaitFollowsAMovedSlot(t *testing.T) {
 	assert.Equal(t, want, since(waitCalls(t, cl), before), "WAITs per node: the one with the script on the new owner, %d", target)
 }
 
-// A hit on a key its slot's owner no longer holds while the slot moves is
-// answered ASK: the script runs on the importing node after ASKING, and
-// WAITs there. (The pipeline the owner answered ASK carried a WAIT too.)
+// A hit on a state its slot's owner no longer holds while the slot moves
+// is answered ASK: the script runs on the importing node after ASKING,
+// and WAITs there. (The pipeline the owner answered ASK carried a WAIT
+// too.)
 func TestWaitFollowsAnAskRedirect(t *testing.T) {
 	cl := redisserver.ClusterForTest(t)
 	ctx := context.Background()
 	s := clusterStore(t, cl, ratelab.FailOpen, 20*time.Millisecond)
-	rkey := s.Key(waitRule, "ip:203.0.113.7")
-	admin := cl.Client()
-	defer admin.Close()
-	slot, err := admin.ClusterKeySlot(ctx, rkey).Result()
+	rkey, slot := keySlot(t, cl, s, "ip:203.0.113.7")
+	_, err := s.TakeAt(ctx, waitRule, "ip:203.0.113.7", t0)
 	require.NoError(t, err)
 	_, owner, target, err := beginMigration(ctx, cl, int(slot))
 	require.NoError(t, err)
+	require.NoError(t, migrateKeys(ctx, cl, owner, target, rkey, rkey+":reset_at"), "both keys of the window, at once")
 
 	before := waitCalls(t, cl)
 	for i := range 2 {
 		d, err := s.TakeAt(ctx, waitRule, "ip:203.0.113.7", t0)
 		require.NoError(t, err)
 		assert.NoError(t, d.NotCounted)
-		assert.Equal(t, waitRule.Limit-int64(i+1), d.Remaining, "hit %d", i+1)
+		assert.Equal(t, waitRule.Limit-int64(i+2), d.Remaining, "hit %d", i+2)
 	}
 	want := make([]int, len(cl.Nodes))
 	want[target], want[owner] = 2, 2
@@ -340,9 +363,56 @@ func TestWaitFollowsAnAskRedirect(t *testing.T) {
 	var exists *redis.IntCmd
 	_, err = dst.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Do(ctx, "ASKING")
-		exists = p.Exists(ctx, rkey)
+		exists = p.Exists(ctx, rkey, rkey+":reset_at")
 		return nil
 	})
 	require.NoError(t, err)
-	assert.Equal(t, int64(1), exists.Val(), "the state is on the importing node")
+	assert.Equal(t, int64(2), exists.Val(), "the state is on the importing node")
+}
+
+// migrateKeys moves keys from node owner to node target (MIGRATE).
+func migrateKeys(ctx context.Context, cl *redisserver.Cluster, owner, target int, keys ...string) error {
+	src := cl.Nodes[owner].Client()
+	defer src.Close()
+	host, port, _ := strings.Cut(cl.Nodes[target].Addr, ":")
+	args := []any{"MIGRATE", host, port, "", 0, 5000, "KEYS"}
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	return src.Do(ctx, args...).Err()
+}
+
+// A fixed window is two keys in one slot (a hash tag). While its slot
+// moves, a node holding only a part of them, or the importing node for a
+// window not yet begun, answers TRYAGAIN: the script did not run, and the
+// hit is tried again until the slot has moved, then counted once.
+func TestFixedWindowWaitsForItsMovingSlot(t *testing.T) {
+	cl := redisserver.ClusterForTest(t)
+	ctx := context.Background()
+	s := clusterStore(t, cl, ratelab.FailOpen, 20*time.Millisecond)
+	rkey, slot := keySlot(t, cl, s, "ip:192.0.2.9")
+	ids, owner, target, err := beginMigration(ctx, cl, int(slot))
+	require.NoError(t, err)
+
+	type result struct {
+		d   ratelab.Decision
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		d, err := s.TakeAt(ctx, waitRule, "ip:192.0.2.9", t0) // a new window: on neither node
+		done <- result{d, err}
+	}()
+	dst := cl.Nodes[target].Client()
+	defer dst.Close()
+	require.Eventually(t, func() bool {
+		return strings.Contains(dst.Info(ctx, "errorstats").Val(), "errorstat_TRYAGAIN")
+	}, 10*time.Second, time.Millisecond, "the importing node answered TRYAGAIN")
+	require.NoError(t, assignSlot(ctx, cl, ids, int(slot), owner, target))
+	r := <-done
+	require.NoError(t, r.err)
+	assert.Equal(t, waitRule.Limit-1, r.d.Remaining, "counted once")
+	n, err := dst.Exists(ctx, rkey, rkey+":reset_at").Result()
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), n, "both keys on the new owner")
 }

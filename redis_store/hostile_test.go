@@ -59,6 +59,37 @@ func set(ctx context.Context, c *redis.Client, key string) error {
 	return c.SAdd(ctx, key, "count", "1").Err()
 }
 
+// resetAt is the name of a fixed window's reset_at, for the name of its
+// count (Store.Key).
+func resetAt(key string) string { return key + ":reset_at" }
+
+// pair writes a fixed window's two strings, its count and its reset_at,
+// each with an hour's expiry as the store writes them; a nil value is not
+// written.
+func pair(count, reset any) spoil {
+	return func(ctx context.Context, c *redis.Client, key string) error {
+		for k, v := range map[string]any{key: count, resetAt(key): reset} {
+			if v == nil {
+				continue
+			}
+			if err := c.Set(ctx, k, v, time.Hour).Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// both writes a, then b at the name of the fixed window's reset_at.
+func both(a, b spoil) spoil {
+	return func(ctx context.Context, c *redis.Client, key string) error {
+		if err := a(ctx, c, key); err != nil {
+			return err
+		}
+		return b(ctx, c, resetAt(key))
+	}
+}
+
 // hostileCase is a state no rule could have written, under rule.
 type hostileCase struct {
 	name  string
@@ -73,8 +104,11 @@ func hostileCases() []hostileCase {
 	cs := slices.Concat(hostileFixed(), hostileSliding(), hostileLog(), hostileGCRA())
 	for _, r := range []ratelab.Rule{fixed3, sliding3, log3, gcra3} {
 		wrong := str("5")
-		if r.Algorithm == ratelab.SlidingLog {
+		switch r.Normalized().Algorithm {
+		case ratelab.SlidingLog:
 			wrong = hash("window", 60, "ts", "")
+		case ratelab.FixedWindow, ratelab.GCRA: // a hash of the former format
+			wrong = hash("count", 1, "reset_at", hitAt.Unix()+30, "window", 60, "tat", hitAt.UnixMilli())
 		}
 		cs = append(cs, hostileCase{"another type", r, wrong},
 			hostileCase{"a list", r, list}, hostileCase{"a set", r, set})
@@ -87,30 +121,42 @@ func hostileFixed() []hostileCase {
 	live := t + 30 // a live window's reset_at
 	beyond := t + int64((ratelab.MaxWindow+ratelab.MaxSkew)/time.Second) + 1
 	return []hostileCase{
-		{"count not a number", fixed3, hash("count", "abc", "reset_at", live)},
-		{"count negative", fixed3, hash("count", -5, "reset_at", live)},
-		{"count minus one", fixed3, hash("count", -1, "reset_at", live)},
-		{"count a fraction", fixed3, hash("count", "1.5", "reset_at", live)},
-		{"count in exponent notation", fixed3, hash("count", "1e0", "reset_at", live)},
-		{"count past int64", fixed3, hash("count", "99999999999999999999", "reset_at", live)},
-		{"count missing", fixed3, hash("reset_at", live)},
-		{"reset_at missing", fixed3, hash("count", 2)},
-		{"reset_at not a number", fixed3, hash("count", 1, "reset_at", "abc")},
-		{"reset_at 1e400", fixed3, hash("count", 1, "reset_at", "1e400")},
-		{"reset_at inf", fixed3, hash("count", 1, "reset_at", "inf")},
-		{"reset_at -inf", fixed3, hash("count", 1, "reset_at", "-inf")},
-		{"reset_at nan", fixed3, hash("count", 1, "reset_at", "nan")},
-		{"reset_at a fraction", fixed3, hash("count", 1, "reset_at", fmt.Sprint(live)+".5")},
-		{"reset_at beyond any rule's window", fixed3, hash("count", 1, "reset_at", beyond)},
-		{"reset_at beyond any rule's, count negative", fixed3, hash("count", -1, "reset_at", beyond)},
-		{"reset_at 500 years ahead", fixed3, hash("count", 1, "reset_at", t+years500)},
-		{"reset_at zero", fixed3, hash("count", 1, "reset_at", 0)},
-		{"reset_at negative", fixed3, hash("count", 1, "reset_at", -5)},
-		{"expired, count not a number", fixed3, hash("count", "abc", "reset_at", t-10)},
-		{"another rule's window, count not a number", fixed3, hash("count", "abc", "reset_at", t+7200)},
-		{"ignored refusals, count in exponent notation", fixed3Ignore, hash("count", "1e3", "reset_at", live)},
-		{"ignored refusals, count not a number", fixed3Ignore, hash("count", "abc", "reset_at", live)},
-		{"ignored refusals, count negative", fixed3Ignore, hash("count", -5, "reset_at", live)},
+		{"count not a number", fixed3, pair("abc", live)},
+		{"count negative", fixed3, pair(-5, live)},
+		{"count minus one", fixed3, pair(-1, live)},
+		{"count a fraction", fixed3, pair("1.5", live)},
+		{"count in exponent notation", fixed3, pair("1e0", live)},
+		{"count past int64", fixed3, pair("99999999999999999999", live)},
+		{"count missing", fixed3, pair(nil, live)},
+		{"count 0 without an expiry", fixed3, both(str("0"), pair(nil, live))},
+		{"count a list", fixed3, both(list, str(fmt.Sprint(live)))},
+		{"count a hash", fixed3, both(hash("count", 1), str(fmt.Sprint(live)))},
+		{"reset_at missing", fixed3, pair(2, nil)},
+		{"reset_at a list", fixed3, both(str("2"), list)},
+		{"reset_at a set, count not a number", fixed3, both(str("abc"), set)},
+		{"both lists", fixed3, both(list, list)},
+		{"reset_at not a number", fixed3, pair(1, "abc")},
+		{"reset_at 1e400", fixed3, pair(1, "1e400")},
+		{"reset_at inf", fixed3, pair(1, "inf")},
+		{"reset_at -inf", fixed3, pair(1, "-inf")},
+		{"reset_at nan", fixed3, pair(1, "nan")},
+		{"reset_at a fraction", fixed3, pair(1, fmt.Sprint(live)+".5")},
+		// Decimal integers as tonumber reads them, not as the script writes them.
+		{"reset_at with a leading zero", fixed3, pair(1, "0"+fmt.Sprint(live))},
+		{"reset_at in hexadecimal", fixed3, pair(1, fmt.Sprintf("0x%x", live))},
+		{"reset_at with a leading space", fixed3, pair(1, " "+fmt.Sprint(live))},
+		{"reset_at beyond any rule's window", fixed3, pair(1, beyond)},
+		{"reset_at beyond any rule's, count negative", fixed3, pair(-1, beyond)},
+		{"reset_at 500 years ahead", fixed3, pair(1, t+years500)},
+		{"reset_at zero", fixed3, pair(1, 0)},
+		{"reset_at negative", fixed3, pair(1, -5)},
+		{"expired, count not a number", fixed3, pair("abc", t-10)},
+		{"expired, count missing", fixed3, pair(nil, t-10)},
+		{"another rule's window, count not a number", fixed3, pair("abc", t+7200)},
+		{"ignored refusals, count in exponent notation", fixed3Ignore, pair("1e3", live)},
+		{"ignored refusals, count not a number", fixed3Ignore, pair("abc", live)},
+		{"ignored refusals, count negative", fixed3Ignore, pair(-5, live)},
+		{"ignored refusals, count missing", fixed3Ignore, pair(nil, live)},
 	}
 }
 
@@ -177,24 +223,30 @@ func hostileLog() []hostileCase {
 
 func hostileGCRA() []hostileCase {
 	ms := hitAt.UnixMilli()
+	state := func(tat, window any) spoil { return str(fmt.Sprintf("%v:%v", tat, window)) }
 	return []hostileCase{
-		{"tat not a number", gcra3, hash("window", 60, "tat", "garbage")},
-		{"tat 1e400", gcra3, hash("window", 60, "tat", "1e400")},
-		{"tat nan", gcra3, hash("window", 60, "tat", "nan")},
-		{"tat negative", gcra3, hash("window", 60, "tat", -5)},
-		{"tat a fraction", gcra3, hash("window", 60, "tat", fmt.Sprint(ms)+".5")},
-		{"tat after any state's", gcra3, hash("window", 60, "tat", "32566924800000")},
-		{"tat missing", gcra3, hash("window", 60)},
-		{"window missing", gcra3, hash("tat", ms)},
-		{"window not a number", gcra3, hash("window", "abc", "tat", ms)},
-		{"window 0", gcra3, hash("window", 0, "tat", ms)},
-		{"tat 500 years ahead", gcra3, hash("window", 60, "tat", ms+years500*1000)},
-		{"tat 100000 s ahead of an hour's", gcra3, hash("window", 3600, "tat", ms+100000*1000)},
-		{"tat past three windows and MaxSkew", gcra3, hash("window", 60, "tat", ms+(3*60*1000+ratelab.MaxSkew.Milliseconds())+1)},
+		{"tat not a number", gcra3, state("garbage", 60)},
+		{"tat 1e400", gcra3, state("1e400", 60)},
+		{"tat nan", gcra3, state("nan", 60)},
+		{"tat negative", gcra3, state(-5, 60)},
+		{"tat a fraction", gcra3, state(fmt.Sprint(ms)+".5", 60)},
+		{"tat after any state's", gcra3, state("32566924800000", 60)},
+		{"tat missing", gcra3, state("", 60)},
+		{"window missing", gcra3, state(ms, "")},
+		{"no separator", gcra3, str(fmt.Sprint(ms))},
+		{"a third field", gcra3, str(fmt.Sprintf("%d:60:1", ms))},
+		{"empty", gcra3, str("")},
+		{"window not a number", gcra3, state(ms, "abc")},
+		{"window 0", gcra3, state(ms, 0)},
+		{"window longer than any rule's", gcra3, state(ms, 40000000)},
+		{"tat 500 years ahead", gcra3, state(ms+years500*1000, 60)},
+		{"tat 100000 s ahead of an hour's", gcra3, state(ms+100000*1000, 3600)},
+		{"tat past three windows and MaxSkew", gcra3, state(ms+(3*60*1000+ratelab.MaxSkew.Milliseconds())+1, 60)},
 		// Decimal integers as tonumber reads them, not as the script writes them.
-		{"tat with a leading zero", gcra3, hash("window", 60, "tat", "0"+fmt.Sprint(ms))},
-		{"tat in hexadecimal", gcra3, hash("window", 60, "tat", fmt.Sprintf("0x%x", ms))},
-		{"window with a leading space", gcra3, hash("window", " 60", "tat", ms)},
+		{"tat with a leading zero", gcra3, state("0"+fmt.Sprint(ms), 60)},
+		{"tat in hexadecimal", gcra3, state(fmt.Sprintf("0x%x", ms), 60)},
+		{"window with a leading space", gcra3, state(ms, " 60")},
+		{"window with a leading zero", gcra3, state(ms, "060")},
 	}
 }
 
@@ -220,9 +272,7 @@ func TestHostileStateIsReplaced(t *testing.T) {
 				assert.Equal(t, want, got, "hit %d: got, want (a fresh state's)", n+1)
 				allowed = append(allowed, got.Allowed)
 				if n == 0 {
-					ttl, err := c.PTTL(context.Background(), key).Result()
-					require.NoError(t, err)
-					assert.Positive(t, ttl, "the replaced state's expiry")
+					assertExpires(t, c, hc.rule, key)
 				}
 			}
 			assert.Equal(t, []bool{true, true, true, false}, allowed, "hits 1 to 4")
@@ -231,6 +281,30 @@ func TestHostileStateIsReplaced(t *testing.T) {
 			assert.Contains(t, logs.String(), "cause=", "the warning says what was wrong")
 		})
 	}
+}
+
+// assertExpires asserts that every key of the state at key (Store.Key)
+// under r has an expiry.
+func assertExpires(t *testing.T, c *redis.Client, r ratelab.Rule, key string) {
+	t.Helper()
+	keys := []string{key}
+	if r.Normalized().Algorithm == ratelab.FixedWindow {
+		keys = append(keys, resetAt(key))
+	}
+	for _, k := range keys {
+		ttl, err := c.PTTL(context.Background(), k).Result()
+		require.NoError(t, err)
+		assert.Positive(t, ttl, "the replaced state's expiry, %s", k)
+	}
+}
+
+// dump is the serialized value of every key of the state at key under r.
+func dump(c *redis.Client, r ratelab.Rule, key string) []string {
+	out := []string{c.Dump(context.Background(), key).Val()}
+	if r.Normalized().Algorithm == ratelab.FixedWindow {
+		out = append(out, c.Dump(context.Background(), resetAt(key)).Val())
+	}
+	return out
 }
 
 // freshDecisions are the first n decisions of r at hitAt on a fresh state,
@@ -264,7 +338,7 @@ func legitCases() []legitCase {
 	skew := int64(ratelab.MaxSkew / time.Second)
 	last := t + int64((ratelab.MaxWindow+ratelab.MaxSkew)/time.Second)
 	fixed := func(r ratelab.Rule, count, resetAt any) legitCase {
-		return legitCase{"", r, hash("count", count, "reset_at", resetAt), fmt.Sprintf(`{"count":%v,"reset_at":%v}`, count, resetAt)}
+		return legitCase{"", r, pair(count, resetAt), fmt.Sprintf(`{"count":%v,"reset_at":%v}`, count, resetAt)}
 	}
 	sliding := func(window, start, count, prev any) legitCase {
 		return legitCase{"", sliding3, hash("window", window, "window_start", start, "count", count, "prev_count", prev),
@@ -272,7 +346,7 @@ func legitCases() []legitCase {
 	}
 	log := func(s string) legitCase { return legitCase{"", log3, str(s), s} }
 	gcra := func(window, tat any) legitCase {
-		return legitCase{"", gcra3, hash("window", window, "tat", tat), fmt.Sprintf(`{"window":%v,"tat":%v}`, window, tat)}
+		return legitCase{"", gcra3, str(fmt.Sprintf("%v:%v", tat, window)), fmt.Sprintf(`{"window":%v,"tat":%v}`, window, tat)}
 	}
 	named := func(name string, c legitCase) legitCase { c.name = name; return c }
 	recent := fmt.Sprintf(`{"window":60,"ts":[%d,%d,%d,%d,%d,%d,%d,%d,%d,%d]}`, ms-10, ms-9, ms-8, ms-7, ms-6, ms-5, ms-4, ms-3, ms-2, ms-1)
@@ -320,13 +394,13 @@ func TestLegitimateStateIsKept(t *testing.T) {
 				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			key := s.Key(lc.rule, "k")
 			require.NoError(t, lc.spoil(context.Background(), c, key))
-			before := c.Dump(context.Background(), key).Val()
+			before := dump(c, lc.rule, key)
 			want, wantErr := algorithm.Take(nil, []byte(lc.state), lc.rule.Normalized(), hitAt)
 			got, err := s.TakeAt(context.Background(), lc.rule, "k", hitAt)
 			assert.Empty(t, logs.String(), "nothing logged")
 			if wantErr != nil {
 				require.ErrorIs(t, err, ratelab.ErrRuleConflict, "got, want the step's %v", wantErr)
-				assert.Equal(t, before, c.Dump(context.Background(), key).Val(), "another rule's state was touched")
+				assert.Equal(t, before, dump(c, lc.rule, key), "another rule's state was touched")
 				return
 			}
 			require.NoError(t, want.Replaced, "the step keeps the state")

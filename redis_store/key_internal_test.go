@@ -8,8 +8,9 @@ import (
 )
 
 // key builds, in place, the same name as its definition: the prefix, the
-// algorithm and ratelab.KeyDigest of the rule's state key — for state
-// keys that fit the stack buffer and for longer ones.
+// algorithm and, in braces, ratelab.KeyDigest of the rule's state key,
+// and for a fixed window the suffix of its reset_at — for state keys that
+// fit the stack buffer and for longer ones.
 func TestKeyIsTheDigestOfTheStateKey(t *testing.T) {
 	s := &Store{prefix: "ratelab:"}
 	for _, tt := range []struct {
@@ -22,7 +23,10 @@ func TestKeyIsTheDigestOfTheStateKey(t *testing.T) {
 		{ratelab.Rule{Name: strings.Repeat("n", 127), Algorithm: ratelab.SlidingCounter}, "k"},
 	} {
 		got := s.key(tt.r, tt.key)
-		want := "ratelab:" + string(tt.r.Algorithm) + ":" + ratelab.KeyDigest(tt.r.StateKey(tt.key))
+		want := "ratelab:" + string(tt.r.Algorithm) + ":{" + ratelab.KeyDigest(tt.r.StateKey(tt.key)) + "}"
+		if tt.r.Algorithm == ratelab.FixedWindow {
+			want += ":reset_at"
+		}
 		if got != want {
 			t.Errorf("key(%q, %q) = %q, want %q", tt.r.Name, tt.key, got, want)
 		}

@@ -14,12 +14,13 @@ import (
 // The four steps of package algorithm as Redis scripts, one per hit: each
 // reads the state, decides, writes the state and its expiry in one step, so
 // no other client runs in between and a crash of the client cannot leave a
-// state without an expiry. Each takes
+// state without an expiry. The sliding counter's and log's take
 //
 //	KEYS[1] the state's key
 //	ARGV    now (Unix ms), window (s), limit, burst, 1 if refused hits count
 //
-// and returns {0, allowed, remaining, retry_after_ms, reset_after_ms}, or
+// (GCRA's and the fixed window's say what they take instead) and return
+// {0, allowed, remaining, retry_after_ms, reset_after_ms}, or
 // {1, detail} when the state belongs to another rule of the same name
 // (detail: the window the state records, or for a fixed window how far
 // ahead it ends). Numbers are Lua doubles, exact below 2^53, which the
@@ -121,7 +122,7 @@ const (
 // causes say, by code, what was wrong with a state a script replaced.
 var causes = map[int64]string{
 	causeWrongType:  "the key holds another type than the state's",
-	causeMissing:    "the state lacks a field",
+	causeMissing:    "the state lacks a field or one of its keys (a count without an expiry: INCR made it from nothing)",
 	causeNotInteger: "a field is not a decimal integer",
 	causeRange:      "a value is out of range (a negative count, a window no rule has, an instant out of bounds)",
 	causeTooFar:     "the state records an instant further ahead of the hit than any rule writes, MaxSkew included",
@@ -143,64 +144,12 @@ local wrongType, missing, notInteger, outOfRange, tooFar, notJSON, outOfOrder, t
 var (
 	maxWindowSeconds = strconv.FormatInt(int64(ratelab.MaxWindow/time.Second), 10)
 	maxSkewSeconds   = strconv.FormatInt(int64(ratelab.MaxSkew/time.Second), 10)
+	maxSkewMillis    = strconv.FormatInt(ratelab.MaxSkew.Milliseconds(), 10)
 	maxLogSize       = strconv.Itoa(algorithm.MaxStateSize(ratelab.Rule{Algorithm: ratelab.SlidingLog}))
 	maxUnix          = "32503680000" // 3000-01-01T00:00:00Z
 	maxStateUnix     = "32566924800" // maxUnix + 2 × MaxWindow
 	maxLogLimit      = strconv.Itoa(ratelab.MaxLogLimit)
 )
-
-// !+fixedscript
-
-// fixedWindow is the state step of algorithm.Fixed.Take, kept as small as
-// it can be, because one hot key goes no faster than Redis runs it: the
-// client passes two numbers (ARGV, see fixedArgs: now and the window, in
-// Unix seconds) and a third, the limit, only when refused hits are not to
-// be counted; the script derives the bounds as algorithm.BoundsOf does,
-// and the client decides from the {count, reset_at} it gets back. A hit
-// inside a live window is one HMGET and one HINCRBY, which refuses a
-// count that is not a decimal integer; anything else — a new window, a
-// count that saturates, a conflict, a state no rule wrote — takes the
-// slower path after it. {-1, reset_at}: another rule's window; {1,
-// reset_at, cause}: the state was replaced by a fresh window.
-var fixedWindow = redis.NewScript(`
-local rpcall, key, ignoreAt = redis.pcall, KEYS[1], ARGV[3] or '0'
-local t, w = tonumber(ARGV[1]), tonumber(ARGV[2])
-local live = t + w + ` + maxSkewSeconds + ` -- the latest reset_at of this rule's own window
-local st = rpcall('HMGET', key, 'reset_at', 'count')
-local reset = tonumber(st[1])
-if reset and reset > t and reset <= live and st[2] and st[1]:find('^[1-9]%d*$') then
-  if ignoreAt ~= '0' then -- refusals not counted: a hit at the limit changes nothing
-    local c = tonumber(st[2])
-    if c and c >= tonumber(ignoreAt) and st[2]:find('^[1-9]%d*$') and #st[2] < 19 then return {math.min(c, 1099511627776) + 1, reset} end
-  end
-  local count = rpcall('HINCRBY', key, 'count', 1)
-  if type(count) == 'number' and count >= 1 and count <= 1099511627776 then return {count, reset} end
-end
-` + natLua + `
-local call, cause = redis.call, nil
-if st.err then cause = wrongType
-elseif st[1] or st[2] then
-  local r, c = nat(st[1]), nat(st[2])
-  if not (st[1] and st[2]) then cause = missing
-  elseif not r then cause = notNat(st[1])
-  elseif not c then cause = notNat(st[2])
-  elseif r == 0 then cause = outOfRange
-  elseif r > t + ` + maxWindowSeconds + ` + ` + maxSkewSeconds + ` then cause = tooFar -- later than any rule writes
-  elseif r > live then return {-1, r}
-  elseif r > t then -- a live window, at a count HINCRBY cannot take or past 2^40
-    if ignoreAt ~= '0' and c >= tonumber(ignoreAt) then return {math.min(c, 1099511627776) + 1, r} end
-    c = math.min(c, 1099511627775) + 1 -- saturates, as Take does
-    call('HSET', key, 'count', string.format('%d', c))
-    return {c, r}
-  end
-end
-if cause then call('DEL', key) end
-call('HSET', key, 'count', 1, 'reset_at', string.format('%d', t + w))
-call('EXPIRE', key, string.format('%d', live - t + 1))
-return {1, t + w, cause}
-`)
-
-// !-fixedscript
 
 // slidingCounter is algorithm.Sliding.Take.
 var slidingCounter = stateScript("", `
@@ -295,38 +244,68 @@ local function readLog()
 end
 `
 
-// gcra is algorithm.GCRAState.Take. A hit on a state this rule wrote —
-// both fields decimal integers as the script writes them, in range — is
-// read without the checks; any other state is read again with every
-// check, and replaced if no rule could have written it.
-var gcra = stepScript(locals+`
-local sw, tat = 0, 0
-local st = rpcall('HMGET', KEYS[1], 'window', 'tat')
-local a, b = st[1], st[2]
-if not st.err and a and b and #a < 19 and #b < 19 and a:find('^[1-9]%d*$') and b:find('^[1-9]%d*$') then
-  sw, tat = tn(a), tn(b)
-end
-if (st.err or a or b) and not (sw >= 1 and sw <= maxWindow and tat < maxStateUnix * 1000 and tat - nowms <= (3 * sw + skew) * 1000) then
-  sw, tat = 0, 0
-`+checks+`
-  local v = readHash('window', 'tat')
-  if v and (not validWindow(v[1]) or v[2] >= maxStateUnix * 1000) then v = corrupt(outOfRange) end
-  if v and v[2] - nowms > (3 * v[1] + skew) * 1000 then v = corrupt(tooFar) end
-  if v then sw, tat = v[1], v[2] end
+// gcra is algorithm.GCRAState.Take, on a state of one string,
+// "<tat>:<window>" (Unix ms, seconds), kept as small as it can be: the
+// client passes (ARGV) now (Unix ms), the window, the emission interval
+// and the burst's offset (burst × interval, ms) it derives from the rule,
+// and 1 if refused hits count. A hit on a state this rule wrote — both
+// numbers decimal integers as the script writes them, the window this
+// rule's, tat in range — is one GET and one SET; any other state is read
+// again with every check, and replaced if no rule could have written it.
+var gcra = stepScript(`
+local rpcall, tn = redis.pcall, tonumber
+local nowms, interval, burstOff = tn(ARGV[1]), tn(ARGV[3]), tn(ARGV[4])
+local w, cause = ARGV[2], nil
+local st, a, sw = rpcall('GET', KEYS[1]), nil, nil
+if type(st) == 'string' then a, sw = st:match('^([1-9]%d*):([1-9]%d*)$') end
+local tat = tn(a)
+if st and not (sw == w and tat - nowms <= w * 3000 + `+maxSkewMillis+` and tat < `+maxStateUnix+` * 1000) then
+`+gcraSlowLua+`
 end
 `, `
-if sw ~= 0 and sw ~= w then return {1, sw} end
-local interval = math.floor((w * 1000 + limit - 1) / limit)
-tat = math.max(tat, nowms)
-local allowat = tat + interval - burst * interval
+tat = math.max(tat or 0, nowms)
+local allowat = tat + interval - burstOff
 if nowms < allowat then
-  if not countRefused then return {0, 0, 0, allowat - nowms, math.max(0, tat - nowms)} end
-  tat = math.min(tat + interval, nowms + burst * interval + w * 1000)
-  call('HSET', KEYS[1], 'window', int(w), 'tat', int(tat))
-  call('PEXPIRE', KEYS[1], int(tat - nowms + skew * 1000))
-  return {0, 0, 0, math.max(0, tat + interval - burst * interval - nowms), math.max(0, tat - nowms)}
+  if ARGV[5] ~= '1' then return {0, 0, 0, allowat - nowms, tat - nowms} end
+  tat = math.min(tat + interval, nowms + burstOff + w * 1000)
+  redis.call('SET', KEYS[1], tat .. ':' .. w, 'PX', tat - nowms + `+maxSkewMillis+`)
+  return {0, 0, 0, math.max(0, tat + interval - burstOff - nowms), tat - nowms}
 end
-call('HSET', KEYS[1], 'window', int(w), 'tat', int(tat + interval))
-call('PEXPIRE', KEYS[1], int(tat + interval - nowms + skew * 1000))
+redis.call('SET', KEYS[1], tat + interval .. ':' .. w, 'PX', tat + interval - nowms + `+maxSkewMillis+`)
 return {0, 1, math.floor((nowms - allowat) / interval), 0, tat + interval - nowms}
 `)
+
+// gcraSlowLua reads the GCRA state st again with every check: it returns
+// {1, window} for another rule's window, sets tat to a state this rule
+// wrote, or replaces (deletes) a state no rule wrote, setting cause.
+var gcraSlowLua = natLua + `
+  local b
+  if type(st) == 'string' then a, b = st:match('^([^:]*):([^:]*)$') end
+  local t, x = nat(a), nat(b)
+  if type(st) ~= 'string' then cause = wrongType
+  elseif not a then cause = missing
+  elseif not t then cause = notNat(a)
+  elseif not x then cause = notNat(b)
+  elseif x < 1 or x > ` + maxWindowSeconds + ` or t >= ` + maxStateUnix + ` * 1000 then cause = outOfRange
+  elseif t - nowms > (3 * x + ` + maxSkewSeconds + `) * 1000 then cause = tooFar
+  elseif b ~= w then return {1, x}
+  end
+  if cause then redis.call('DEL', KEYS[1]); tat = nil else tat = t end
+`
+
+// stepArgs are the arguments of r's script but the fixed window's for a
+// hit at now: now (Unix ms), the window (s), then for GCRA the emission
+// interval and the burst's offset (ms), for the others the limit and the
+// burst, and 1 if refused hits count.
+func stepArgs(r ratelab.Rule, now time.Time) []any {
+	countRefused := 0
+	if r.Refusals == ratelab.CountRefusals {
+		countRefused = 1
+	}
+	w := int64(r.Window / time.Second)
+	if r.Algorithm == ratelab.GCRA {
+		interval := (w*1000 + r.Limit - 1) / r.Limit
+		return []any{now.UnixMilli(), w, interval, r.Burst * interval, countRefused}
+	}
+	return []any{now.UnixMilli(), w, r.Limit, r.Burst, countRefused}
+}

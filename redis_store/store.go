@@ -34,6 +34,7 @@ import (
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
+	"github.com/ratelab/ratelab/internal/sqlstore"
 )
 
 // defaultPrefix is the prefix of the store's keys when Options.Prefix is "".
@@ -150,25 +151,46 @@ func (o Options) Check() error {
 	return nil
 }
 
-// Key returns the Redis key holding the state of key under r: the prefix,
-// the algorithm and the digest of the rule's state key, as in
-// "ratelab:fixed:<hex sha256("demo-start:ip:203.0.113.7")>".
-func (s *Store) Key(r ratelab.Rule, key string) string { return s.key(r.Normalized(), key) }
+// Key returns the Redis key holding the state of key under r: the
+// prefix, the algorithm and, in braces, the digest of the rule's state
+// key, as in "ratelab:fixed:{<hex sha256("demo-start:ip:203.0.113.7")>}".
+// A fixed window is two strings: its count there, its reset_at in the
+// same name followed by ":reset_at". The braces are a Redis Cluster hash
+// tag, which puts both in one slot.
+func (s *Store) Key(r ratelab.Rule, key string) string {
+	r = r.Normalized()
+	return countKey(r, s.key(r, key))
+}
 
-// key is Key for r as Rules.Admit returns it, built in one allocation:
-// the digest of ratelab.KeyDigest(r.StateKey(key)), hashed from a buffer
-// on the stack when the state key fits, hex-encoded in place.
+// countKey is the Key of name, what key returns for r: a fixed window's
+// count, before its reset_at's suffix.
+func countKey(r ratelab.Rule, name string) string {
+	if r.Algorithm == ratelab.FixedWindow {
+		return name[:len(name)-len(fixedResetSuffix)]
+	}
+	return name
+}
+
+// key is Key for r as Rules.Admit returns it, followed for a fixed window
+// by fixedResetSuffix — the name of its reset_at, of which its count's is
+// the start — built in one allocation: the digest of
+// ratelab.KeyDigest(r.StateKey(key)), hashed from a buffer on the stack
+// when the state key fits, hex-encoded in place.
 func (s *Store) key(r ratelab.Rule, key string) string {
 	var in [128]byte
 	sum := sha256.Sum256(append(append(append(in[:0], r.Name...), ':'), key...))
 	var hx [2 * sha256.Size]byte
 	hex.Encode(hx[:], sum[:])
 	var b strings.Builder
-	b.Grow(len(s.prefix) + len(r.Algorithm) + 1 + len(hx))
+	b.Grow(len(s.prefix) + len(r.Algorithm) + 3 + len(hx) + len(fixedResetSuffix))
 	b.WriteString(s.prefix)
 	b.WriteString(string(r.Algorithm))
-	b.WriteByte(':')
+	b.WriteString(":{")
 	b.Write(hx[:])
+	b.WriteByte('}')
+	if r.Algorithm == ratelab.FixedWindow {
+		b.WriteString(fixedResetSuffix)
+	}
 	return b.String()
 }
 
@@ -198,8 +220,9 @@ func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time
 	if err != nil {
 		return ratelab.Decision{}, err
 	}
-	rkey := s.key(r, key)
-	d, err := s.take(ctx, rkey, r, now)
+	name := s.key(r, key)
+	rkey := countKey(r, name)
+	d, err := s.take(ctx, name, r, now)
 	switch {
 	case err == nil:
 		return d, nil
@@ -216,29 +239,26 @@ func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time
 	return s.fail.Fail(ctx, slog.String("key", rkey), r, key, now, err)
 }
 
-// take runs the script of r's algorithm on rkey and decides the hit from
+// take runs the script of r's algorithm on the state named name (see
+// key) and decides the hit from
 // its reply. A state the script replaced, as no rule could have written
 // it, is logged as a warning naming the key and the cause; the hit is
 // decided on the fresh state. A hit the replicas did not confirm
 // (WaitReplicas) is decided and returned with its error.
-func (s *Store) take(ctx context.Context, rkey string, r ratelab.Rule, now time.Time) (ratelab.Decision, error) {
+func (s *Store) take(ctx context.Context, name string, r ratelab.Rule, now time.Time) (ratelab.Decision, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	if r.Algorithm == ratelab.FixedWindow {
-		return s.takeFixed(ctx, rkey, r, now)
+		return s.takeFixed(ctx, name, r, now)
 	}
-	countRefused := 0
-	if r.Refusals == ratelab.CountRefusals {
-		countRefused = 1
-	}
-	vals, err := s.run(ctx, scripts[r.Algorithm], rkey, now.UnixMilli(), int64(r.Window/time.Second), r.Limit, r.Burst, countRefused)
+	vals, err := s.run(ctx, scripts[r.Algorithm], []string{name}, stepArgs(r, now)...)
 	switch {
 	case err != nil && !isUnconfirmed(err):
 		return ratelab.Decision{}, err
 	case len(vals) == 2 && vals[0] == 1:
 		return ratelab.Decision{}, algorithm.WindowConflict(r, vals[1])
 	case len(vals) == 6 && vals[0] == 0:
-		s.replaced(rkey, vals[5])
+		s.replaced(name, vals[5])
 	case len(vals) != 5 || vals[0] != 0:
 		return ratelab.Decision{}, fmt.Errorf("redisstore: script returned %v", vals)
 	}
@@ -251,36 +271,6 @@ func (s *Store) take(ctx context.Context, rkey string, r ratelab.Rule, now time.
 	}, err
 }
 
-// takeFixed runs the fixed-window script, whose reply is {count,
-// reset_at}, {count, reset_at, cause} for a replaced state, or {-1,
-// reset_at} for another rule's window.
-func (s *Store) takeFixed(ctx context.Context, rkey string, r ratelab.Rule, now time.Time) (ratelab.Decision, error) {
-	vals, err := s.run(ctx, fixedWindow, rkey, fixedArgs(r, now)...)
-	switch {
-	case err != nil && !isUnconfirmed(err):
-		return ratelab.Decision{}, err
-	case len(vals) == 3 && vals[0] >= 1:
-		s.replaced(rkey, vals[2])
-	case len(vals) != 2:
-		return ratelab.Decision{}, fmt.Errorf("redisstore: script returned %v", vals)
-	case vals[0] == -1:
-		return ratelab.Decision{}, algorithm.FixedConflict(r, vals[1]-now.Unix())
-	}
-	return algorithm.FixedDecision(r, vals[0], vals[1], now), err
-}
-
-// fixedArgs are the fixed-window script's arguments for a hit of r at
-// now: now and the window, in Unix seconds, and, only when refused hits
-// are not counted, the count at which a hit is refused uncounted. Two
-// numbers as a rule, because each argument costs Redis time on every
-// hit, and the script derives the rest.
-func fixedArgs(r ratelab.Rule, now time.Time) []any {
-	if r.Refusals == ratelab.IgnoreRefusals {
-		return []any{now.Unix(), int64(r.Window / time.Second), r.Limit}
-	}
-	return []any{now.Unix(), int64(r.Window / time.Second)}
-}
-
 // replaced logs that the script replaced the state at rkey, for cause.
 func (s *Store) replaced(rkey string, cause int64) {
 	why, ok := causes[cause]
@@ -290,12 +280,23 @@ func (s *Store) replaced(rkey string, cause int64) {
 	s.log.Warn("redisstore: replaced a corrupt state", "key", rkey, "cause", why)
 }
 
-// run runs script on key and, with WaitReplicas, WAIT after it on the same
-// connection (a pipeline): WAIT counts the replicas that have the writes of
-// its own connection. A primary's refusal for want of good replicas
-// (min-replicas-to-write) is ErrNotReplicated too.
-func (s *Store) run(ctx context.Context, script *redis.Script, key string, args ...any) ([]int64, error) {
-	vals, err := s.runScript(ctx, script, key, args...)
+// run runs script on keys (of one slot) and, with WaitReplicas, WAIT
+// after it on the same connection (a pipeline): WAIT counts the replicas
+// that have the writes of its own connection. A cluster's TRYAGAIN — the
+// script did not run — is tried again until ctx ends. A primary's refusal
+// for want of good replicas (min-replicas-to-write) is ErrNotReplicated
+// too.
+func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, args ...any) ([]int64, error) {
+	vals, err := s.runScript(ctx, script, keys, args...)
+	for try := 0; err != nil && redis.HasErrorPrefix(err, "TRYAGAIN"); try++ {
+		// A slot moving between a cluster's nodes holds a part of the
+		// state's keys on each, or none on the node importing it: the
+		// script did not run, and can once the slot has moved.
+		if !sqlstore.Backoff(ctx, try) {
+			break
+		}
+		vals, err = s.runScript(ctx, script, keys, args...)
+	}
 	s.reloadAfter(ctx, err)
 	if err != nil && redis.HasErrorPrefix(err, "NOREPLICAS") { // min-replicas-to-write: the primary refused the write
 		return nil, fmt.Errorf("%w: the primary refused the write, not counted: %w", ErrNotReplicated, err)
@@ -303,22 +304,28 @@ func (s *Store) run(ctx context.Context, script *redis.Script, key string, args 
 	return vals, err
 }
 
-func (s *Store) runScript(ctx context.Context, script *redis.Script, key string, args ...any) ([]int64, error) {
+func (s *Store) runScript(ctx context.Context, script *redis.Script, keys []string, args ...any) ([]int64, error) {
 	if s.waitReplicas == 0 {
-		return s.call(ctx, script, key, args...)
+		return s.call(ctx, script, keys, args...)
 	}
-	return s.runWait(ctx, script, key, args...)
+	return s.runWait(ctx, script, keys, args...)
 }
 
-// Reset forgets the state of key under r: one DEL, atomic against any
-// script that runs before or after it.
+// Reset forgets the state of key under r: one DEL (of both keys of a
+// fixed window), atomic against any script that runs before or after it.
 func (s *Store) Reset(ctx context.Context, r ratelab.Rule, key string) error {
 	if err := r.Validate(); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	if err := s.rdb.Del(ctx, s.Key(r, key)).Err(); err != nil {
+	r = r.Normalized()
+	name := s.key(r, key)
+	keys := []string{name}
+	if k := countKey(r, name); k != name {
+		keys = append(keys, k)
+	}
+	if err := s.rdb.Del(ctx, keys...).Err(); err != nil {
 		return fmt.Errorf("redisstore: reset: %w", err)
 	}
 	return nil

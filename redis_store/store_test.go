@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -70,15 +71,19 @@ func TestKeysAreHashedExpireAndCountExactly(t *testing.T) {
 	ctx := context.Background()
 	keys, err := c.Keys(ctx, "*").Result()
 	require.NoError(t, err)
-	require.Len(t, keys, 1)
-	assert.NotContains(t, keys[0], "203.0.113.7", "the key must be hashed")
-	assert.True(t, strings.HasPrefix(keys[0], "ratelab:fixed:"))
-	count, err := c.HGet(ctx, keys[0], "count").Int64()
+	slices.Sort(keys)
+	require.Len(t, keys, 2, "a fixed window's count and reset_at")
+	assert.Equal(t, keys[0]+":reset_at", keys[1], "reset_at is named after the count")
+	for _, k := range keys {
+		assert.NotContains(t, k, "203.0.113.7", "the key must be hashed")
+		assert.True(t, strings.HasPrefix(k, "ratelab:fixed:{"), k)
+		ttl, err := c.TTL(ctx, k).Result()
+		require.NoError(t, err)
+		assert.Greater(t, ttl, 59*time.Minute, "%s: the expiry is set with the count", k)
+	}
+	count, err := c.Get(ctx, keys[0]).Int64()
 	require.NoError(t, err)
 	assert.Equal(t, int64(800), count)
-	ttl, err := c.TTL(ctx, keys[0]).Result()
-	require.NoError(t, err)
-	assert.Greater(t, ttl, 59*time.Minute, "the expiry is set with the count")
 }
 
 // A window ending further ahead than the rule's window and MaxSkew is
@@ -89,13 +94,13 @@ func TestFixedWindowTooFarAheadIsAConflict(t *testing.T) {
 	c := srv.Client()
 	defer c.Close()
 	key := s.Key(storetest.Original, storetest.Key)
-	require.NoError(t, c.HSet(context.Background(), key, "count", 7, "reset_at", t0.Unix()+99999).Err())
+	require.NoError(t, c.MSet(context.Background(), key, 7, key+":reset_at", t0.Unix()+99999).Err())
 	_, err := s.TakeAt(context.Background(), storetest.Original, storetest.Key, t0)
 	require.ErrorIs(t, err, ratelab.ErrRuleConflict)
 	assert.Contains(t, err.Error(), "27h46m39s after this hit")
-	got, err := c.HGet(context.Background(), key, "count").Int64()
+	got, err := c.MGet(context.Background(), key, key+":reset_at").Result()
 	require.NoError(t, err)
-	assert.Equal(t, int64(7), got, "the other rule's state was touched")
+	assert.Equal(t, []any{"7", fmt.Sprint(t0.Unix() + 99999)}, got, "the other rule's state was touched")
 }
 
 // A fixed window's state outlives the latest hit that can still count in
@@ -108,10 +113,12 @@ func TestFixedWindowExpiresAfterItsSkew(t *testing.T) {
 	defer c.Close()
 	r := ratelab.Rule{Name: "ttl", Limit: 5, Window: time.Minute}
 	storetest.Take(t, s, r, storetest.Key, time.Now())
-	got, err := c.PTTL(context.Background(), s.Key(r, storetest.Key)).Result()
-	require.NoError(t, err)
 	want := r.Window + ratelab.MaxSkew + time.Second
-	assert.True(t, got > want-2*time.Second && got <= want, "PTTL %v, want about %v", got, want)
+	for _, k := range []string{s.Key(r, storetest.Key), s.Key(r, storetest.Key) + ":reset_at"} {
+		got, err := c.PTTL(context.Background(), k).Result()
+		require.NoError(t, err)
+		assert.True(t, got > want-2*time.Second && got <= want, "%s: PTTL %v, want about %v", k, got, want)
+	}
 }
 
 // A fixed window that does not count refused hits stops its count at the
@@ -134,7 +141,7 @@ func TestFixedWindowRefusalsCountedOrNot(t *testing.T) {
 			d := storetest.Take(t, s, r, storetest.Key, t0)
 			assert.Equal(t, i < 3, d.Allowed, "%s: hit %d", tt.refusals, i+1)
 		}
-		got, err := c.HGet(context.Background(), s.Key(r, storetest.Key), "count").Int64()
+		got, err := c.Get(context.Background(), s.Key(r, storetest.Key)).Int64()
 		require.NoError(t, err)
 		assert.Equal(t, tt.want, got, "%s: the stored count", tt.refusals)
 	}

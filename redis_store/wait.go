@@ -12,7 +12,7 @@ import (
 	"github.com/ratelab/ratelab"
 )
 
-// runWait runs script on key and WAIT after it, in one pipeline on the
+// runWait runs script on keys (of one slot) and WAIT after it, in one pipeline on the
 // connection of the node that ran the script: WAIT counts the replicas
 // that have the writes of its own connection, so on any other connection
 // — another primary of a cluster — it confirms nothing about this hit.
@@ -24,11 +24,11 @@ import (
 //
 // A hit the script counted and fewer than WaitReplicas replicas confirmed
 // returns the script's reply and an *unconfirmed error.
-func (s *Store) runWait(ctx context.Context, script *redis.Script, key string, args ...any) ([]int64, error) {
+func (s *Store) runWait(ctx context.Context, script *redis.Script, keys []string, args ...any) ([]int64, error) {
 	node, asking := s.rdb, false
 	cluster, _ := s.rdb.(*redis.ClusterClient)
 	if cluster != nil {
-		c, err := cluster.MasterForKey(ctx, key)
+		c, err := cluster.MasterForKey(ctx, keys[0])
 		if err != nil {
 			return nil, err
 		}
@@ -36,7 +36,7 @@ func (s *Store) runWait(ctx context.Context, script *redis.Script, key string, a
 	}
 	loaded, redirected := false, false
 	for {
-		res, acks, err := s.evalWait(ctx, node, asking, script, key, args)
+		res, acks, err := s.evalWait(ctx, node, asking, script, keys, args)
 		if err == nil || res.Err() == nil {
 			return s.confirmed(res, acks)
 		}
@@ -71,12 +71,12 @@ func (s *Store) runWait(ctx context.Context, script *redis.Script, key string, a
 
 // evalWait sends EVALSHA and WAIT in one pipeline to node, after ASKING
 // if asking.
-func (s *Store) evalWait(ctx context.Context, node redis.Cmdable, asking bool, script *redis.Script, key string, args []any) (*redis.Cmd, *redis.Cmd, error) {
+func (s *Store) evalWait(ctx context.Context, node redis.Cmdable, asking bool, script *redis.Script, keys []string, args []any) (*redis.Cmd, *redis.Cmd, error) {
 	pipe := node.Pipeline()
 	if asking {
 		pipe.Do(ctx, "ASKING")
 	}
-	res := script.EvalSha(ctx, pipe, []string{key}, args...)
+	res := script.EvalSha(ctx, pipe, keys, args...)
 	acks := pipe.Do(ctx, "WAIT", s.waitReplicas, s.waitTimeout.Milliseconds())
 	_, err := pipe.Exec(ctx)
 	return res, acks, err

@@ -102,12 +102,19 @@ const whereTheTimeGoes = `
 A hit in one process is the client's work (go-redis's own per call: its
 pool's health check, the command's arguments, the reply), one loopback
 round trip, and Redis's own time. Under contention the processes share
-only Redis's single thread, so the contention figures follow Redis's own
-time per call. ulule/limiter keeps a bare counter string whose TTL is the
-window (INCRBY, then PTTL: the integer encoding Redis increments
-fastest); redis_store keeps a hash of count and reset_at that the
-caller's clock judges, and checks on every hit that a rule wrote it
-(HMGET, then HINCRBY), so its script costs Redis more per hit, by design.
-go-redis/redis_rate asks Redis for TIME, then GET and SET; redis_store's
-GCRA reads a hash, then writes it and its expiry.
+Redis's single thread and, on a small machine, the cores with it, so the
+contention figures follow both Redis's own time per call and the
+client's work per hit. ulule/limiter keeps a bare counter string whose
+TTL is the window (INCRBY, then PTTL) and checks nothing. redis_store's
+fixed window is two strings in one hash slot, its count and its
+reset_at, which the caller's clock judges: a hit is GET reset_at, then
+INCR count — two calls, as ulule's — but the script also checks on every
+hit that a rule wrote the state (reset_at a decimal integer, one pattern
+match; inside this rule's window, three string-to-number conversions; a
+count INCR accepts, below 2^40), and its keys are longer (a SHA-256 in
+hex under a prefix), which Redis copies and hashes on every call: that
+is its extra time per call over ulule's, by design. go-redis/redis_rate
+asks Redis for TIME, then GET and SET, in floating point; redis_store's
+GCRA reads one string, "tat:window", checks it with one pattern match,
+and writes it and its expiry in one SET.
 `
