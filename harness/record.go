@@ -13,7 +13,7 @@ import (
 	"github.com/ratelab/ratelab/linearizability"
 )
 
-// A Recording is a run whose every hit was recorded for package
+// Recording is a run whose every hit was recorded for package
 // linearizability: Clients clients, each sending Hits requests one after
 // another, all of them at once.
 type Recording struct {

@@ -8,7 +8,7 @@ import (
 	"github.com/anishathalye/porcupine"
 )
 
-// A Verdict is what the checker found in a history.
+// Verdict is what the checker found in a history.
 type Verdict struct {
 	Linearizable bool
 	Ops          int // operations checked, Pending among them

@@ -15,7 +15,7 @@ import (
 	"github.com/ratelab/ratelab"
 )
 
-// A History is every hit the processes of one run recorded, as porcupine
+// History is every hit the processes of one run recorded, as porcupine
 // operations: Input is an input, Output an output, ClientId the process
 // (the order of its history file).
 type History struct {

@@ -29,7 +29,7 @@ type event struct {
 	RetryAfter time.Duration `json:"retry_after,omitempty"`
 }
 
-// A Recorder writes the hits of one process to a file of its own in a
+// Recorder writes the hits of one process to a file of its own in a
 // history directory, one line per call and one per return, each with one
 // write(2): a line written is the kernel's, and survives a SIGKILL that
 // comes after it. It is safe for concurrent use.
