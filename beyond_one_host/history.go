@@ -2,7 +2,6 @@ package beyondonehost
 
 import (
 	"context"
-	"os"
 
 	"github.com/ratelab/ratelab/linearizability"
 )
@@ -15,18 +14,8 @@ import (
 // primary could not confirm failed, so nobody was told about them, and
 // the promoted replica's answers are the first of the window.
 func FailoverHistory(ctx context.Context, mode FailoverMode, tmp string) (linearizability.History, error) {
-	dir, err := os.MkdirTemp(tmp, "history-")
-	if err != nil {
-		return linearizability.History{}, err
-	}
-	defer os.RemoveAll(dir)
-	rec, err := linearizability.NewRecorder(dir, 0)
-	if err != nil {
-		return linearizability.History{}, err
-	}
-	defer rec.Close()
-	if _, _, err := failoverRun(ctx, mode, rec.Store); err != nil {
-		return linearizability.History{}, err
-	}
-	return linearizability.Read(dir)
+	return linearizability.RecordHere(tmp, func(rec *linearizability.Recorder) error {
+		_, _, err := failoverRun(ctx, mode, rec.Store)
+		return err
+	})
 }

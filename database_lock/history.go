@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
@@ -104,25 +103,16 @@ func RecordMistake(ctx context.Context, key, dsn, mistake, tmp string) (lineariz
 			return linearizability.History{}, fmt.Errorf("databaselock: %s: %w", d.name, err)
 		}
 	}
-	dir, err := os.MkdirTemp(tmp, "history-")
-	if err != nil {
-		return linearizability.History{}, err
-	}
-	defer os.RemoveAll(dir)
-	rec, err := linearizability.NewRecorder(dir, 0)
-	if err != nil {
-		return linearizability.History{}, err
-	}
-	defer rec.Close()
-	if mistake == ReadThenWrite {
-		err = twoClients(ctx, db, historyStatements[key], rec)
-	} else {
-		err = oneClientAcrossAWindow(ctx, db, historyStatements[key], rec)
-	}
-	if err != nil {
-		return linearizability.History{}, fmt.Errorf("databaselock: %s, %s: %w", d.name, mistake, err)
-	}
-	return linearizability.Read(dir)
+	return linearizability.RecordHere(tmp, func(rec *linearizability.Recorder) error {
+		run := oneClientAcrossAWindow
+		if mistake == ReadThenWrite {
+			run = twoClients
+		}
+		if err := run(ctx, db, historyStatements[key], rec); err != nil {
+			return fmt.Errorf("databaselock: %s, %s: %w", d.name, mistake, err)
+		}
+		return nil
+	})
 }
 
 // twoClients makes 3 hits from each of two clients on one key, at one

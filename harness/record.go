@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
@@ -32,26 +31,23 @@ type Answers struct{ OK, Throttled, Failed int }
 // returns the history. A request that gets neither 200 nor 429, or a
 // model that does not stop cleanly, is an error unless processes were
 // told to die.
-func Record(ctx context.Context, cfg Config, rec Recording, tmp string) (linearizability.History, Answers, error) {
-	dir, err := os.MkdirTemp(tmp, "history-")
-	if err != nil {
-		return linearizability.History{}, Answers{}, fmt.Errorf("harness: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	if err := linearizability.PlantKills(dir, rec.Kills); err != nil {
-		return linearizability.History{}, Answers{}, err
-	}
-	cfg.App.History, cfg.App.HistoryKills = dir, rec.Kills
-	h, err := Start(cfg)
-	if err != nil {
-		return linearizability.History{}, Answers{}, err
-	}
-	ans := h.sendAll(ctx, rec)
-	err = h.Close()
-	if rec.Kills == 0 && (err != nil || ans.Failed > 0) {
-		return linearizability.History{}, ans, errors.Join(err, fmt.Errorf("harness: %d of %d requests failed", ans.Failed, rec.Clients*rec.Hits))
-	}
-	hist, err := linearizability.Read(dir)
+func Record(ctx context.Context, cfg Config, rec Recording, tmp string) (hist linearizability.History, ans Answers, err error) {
+	hist, err = linearizability.Record(tmp, func(dir string) error {
+		if err := linearizability.PlantKills(dir, rec.Kills); err != nil {
+			return err
+		}
+		cfg.App.History, cfg.App.HistoryKills = dir, rec.Kills
+		h, err := Start(cfg)
+		if err != nil {
+			return err
+		}
+		ans = h.sendAll(ctx, rec)
+		err = h.Close()
+		if rec.Kills == 0 && (err != nil || ans.Failed > 0) {
+			return errors.Join(err, fmt.Errorf("harness: %d of %d requests failed", ans.Failed, rec.Clients*rec.Hits))
+		}
+		return nil
+	})
 	return hist, ans, err
 }
 

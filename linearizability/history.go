@@ -110,3 +110,31 @@ func add(ops *[]porcupine.Operation, at map[int64]int, e event, client int) erro
 	(*ops)[i].Output = output{Known: true, Allowed: e.Allowed, Remaining: e.Remaining, RetryAfter: e.RetryAfter}
 	return nil
 }
+
+// Record makes a history directory in tmp, runs run with it — run starts
+// the processes that record there — and returns the history they
+// recorded. The directory is removed.
+func Record(tmp string, run func(dir string) error) (History, error) {
+	dir, err := os.MkdirTemp(tmp, "history-")
+	if err != nil {
+		return History{}, fmt.Errorf("linearizability: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	if err := run(dir); err != nil {
+		return History{}, err
+	}
+	return Read(dir)
+}
+
+// RecordHere is Record for hits this process makes: run is given the
+// recorder of a history directory of its own.
+func RecordHere(tmp string, run func(*Recorder) error) (History, error) {
+	return Record(tmp, func(dir string) error {
+		rec, err := NewRecorder(dir, 0)
+		if err != nil {
+			return err
+		}
+		defer rec.Close()
+		return run(rec)
+	})
+}

@@ -59,21 +59,16 @@ func Stress(dir, mode string, procs, hits int) (StressResult, error) {
 // told the same count — and not only the runs the scheduler interleaves;
 // the hits after the first race as they come.
 func RecordCounter(dir string, lock bool, procs, hits int) (linearizability.History, error) {
-	hdir, err := os.MkdirTemp(dir, "history-")
-	if err != nil {
-		return linearizability.History{}, err
-	}
-	defer os.RemoveAll(hdir)
 	mode := "recorded-lock-free"
 	if lock {
 		mode = "recorded-flock"
 	}
 	path := filepath.Join(dir, "recorded.json")
-	if _, _, err = stress.Run(roleStress, procs, "RATELAB_RACE_PATH="+path, "RATELAB_RACE_MODE="+mode,
-		"RATELAB_RACE_HITS="+strconv.Itoa(hits), "RATELAB_HISTORY="+hdir, "RATELAB_RACE_PROCS="+strconv.Itoa(procs)); err != nil {
-		return linearizability.History{}, err
-	}
-	return linearizability.Read(hdir)
+	return linearizability.Record(dir, func(hdir string) error {
+		_, _, err := stress.Run(roleStress, procs, "RATELAB_RACE_PATH="+path, "RATELAB_RACE_MODE="+mode,
+			"RATELAB_RACE_HITS="+strconv.Itoa(hits), "RATELAB_HISTORY="+hdir, "RATELAB_RACE_PROCS="+strconv.Itoa(procs))
+		return err
+	})
 }
 
 // recordedHitter returns one hit of a BrokenCounter on path, recorded in
