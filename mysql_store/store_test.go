@@ -72,8 +72,12 @@ func TestStore(t *testing.T) {
 			_, err := open(t, dsn, 5*time.Second).Exec(q)
 			require.NoError(t, err)
 		},
+		// Sessions is polled: its pool is closed at once, not at the end
+		// of the test, or each poll would keep a connection open.
 		Sessions: func(t testing.TB, dsn string) (n int64) {
-			require.NoError(t, open(t, dsn, 5*time.Second).QueryRow(
+			db := open(t, dsn, 5*time.Second)
+			defer db.Close()
+			require.NoError(t, db.QueryRow(
 				"SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND USER = 'ratelab'").Scan(&n))
 			return n
 		},

@@ -68,8 +68,13 @@ func TestStore(t *testing.T) {
 			_, err := open(t, dsn, 5*time.Second).Exec(context.Background(), q)
 			require.NoError(t, err)
 		},
+		// Sessions is polled: its pool is closed at once, not at the end
+		// of the test, or each poll would keep a session open (and a busy
+		// machine polls often enough to reach max_connections).
 		Sessions: func(t testing.TB, dsn string) (n int64) {
-			require.NoError(t, open(t, dsn, 5*time.Second).QueryRow(context.Background(),
+			pool := open(t, dsn, 5*time.Second)
+			defer pool.Close()
+			require.NoError(t, pool.QueryRow(context.Background(),
 				"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()").Scan(&n))
 			return n
 		},
