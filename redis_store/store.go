@@ -282,18 +282,23 @@ func (s *Store) replaced(rkey string, cause int64) {
 
 // run runs script on keys (of one slot) and, with WaitReplicas, WAIT
 // after it on the same connection (a pipeline): WAIT counts the replicas
-// that have the writes of its own connection. A cluster's TRYAGAIN — the
-// script did not run — is tried again until ctx ends. A primary's refusal
+// that have the writes of its own connection. A cluster's TRYAGAIN, or a
+// MOVED or ASK that go-redis stopped following (its MaxRedirects, while
+// the nodes' views of a moved slot converge) — the script did not run —
+// is tried again until ctx ends. A primary's refusal
 // for want of good replicas (min-replicas-to-write) is ErrNotReplicated
 // too.
 func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, args ...any) ([]int64, error) {
 	vals, err := s.runScript(ctx, script, keys, args...)
-	for try := 0; err != nil && redis.HasErrorPrefix(err, "TRYAGAIN"); try++ {
+	for try := 0; notRun(err); try++ {
 		// A slot moving between a cluster's nodes holds a part of the
 		// state's keys on each, or none on the node importing it: the
 		// script did not run, and can once the slot has moved.
 		if !sqlstore.Backoff(ctx, try) {
 			break
+		}
+		if s.reload != nil && !redis.HasErrorPrefix(err, "TRYAGAIN") {
+			s.reload.ReloadState(ctx) // the map of the slots is stale
 		}
 		vals, err = s.runScript(ctx, script, keys, args...)
 	}
@@ -302,6 +307,12 @@ func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, ar
 		return nil, fmt.Errorf("%w: the primary refused the write, not counted: %w", ErrNotReplicated, err)
 	}
 	return vals, err
+}
+
+// notRun reports whether err says a cluster node did not run the script:
+// TRYAGAIN, or a redirect left unfollowed.
+func notRun(err error) bool {
+	return err != nil && (redis.HasErrorPrefix(err, "TRYAGAIN") || redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK"))
 }
 
 func (s *Store) runScript(ctx context.Context, script *redis.Script, keys []string, args ...any) ([]int64, error) {
