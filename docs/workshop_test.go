@@ -2,6 +2,7 @@ package docs
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -156,4 +157,53 @@ func TestBeatTheWindow(t *testing.T) {
 			assert.Equal(t, tc.firstRetry, retries[0], "%s: the first refusal's retry_after", tc.alg)
 		}
 	}
+}
+
+// Exercise 5: the line the page gives, added to a fresh copy of the
+// repository, makes the file store forget its state; the check the page
+// gives finds it not linearizable, as the page says, every hit told the
+// same; the unedited store passes the same check.
+func TestTheCheckerCatchesAForgetfulStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a copy of the repository; skipped with -short")
+	}
+	edit := regexp.MustCompile("`(old = nil // [^`]*)`").FindStringSubmatch(workshopLine(t, "`old = nil // [^`]*`"))[1]
+	check := strings.TrimPrefix(workshopLine(t, "`mkdir -p tmp && ratelab check -store file -model single -html tmp/ex5.html`"), "`")
+	check = strings.TrimSuffix(check, "`")
+	text := section(t, "workshop.md", "## 4.")
+	clone, _ := freshClone(t, "..")
+	run := func() (string, int) {
+		build := exec.Command("go", "build", "-o", "bin/ratelab", "./harness/cmd/ratelab")
+		build.Dir = clone
+		out, err := build.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		cmd := exec.Command("sh", "-c", check)
+		cmd.Dir = clone
+		cmd.Env = append(os.Environ(), "PATH="+filepath.Join(clone, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+		out, err = cmd.Output()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return string(out), exit.ExitCode()
+		}
+		require.NoError(t, err)
+		return string(out), 0
+	}
+	out, code := run()
+	assert.Equal(t, 0, code, "the unedited store: %s", out)
+	assert.True(t, strings.HasPrefix(out, "linearizable: "), "the unedited store: %s", out)
+
+	path := filepath.Join(clone, "fixed_filestore", "hit.go")
+	src, err := os.ReadFile(path)
+	require.NoError(t, err)
+	anchor := regexp.MustCompile(`(?m)^\told, err := readState\(.*\n\tif err != nil \{\n.*\n\t\}\n`).FindString(string(src))
+	require.NotEmpty(t, anchor, "readState's error check in readModifyWrite, where the exercise puts the line")
+	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(src), anchor, anchor+"\t"+edit+"\n", 1)), 0o644))
+	out, code = run()
+	assert.Equal(t, 1, code, "the forgetful store: exit status; %s", out)
+	verdict, _, _ := strings.Cut(out, " (")
+	assert.Contains(t, text, "`"+strings.Join(strings.Fields(verdict), " "), "the verdict the page shows")
+	html, err := os.ReadFile(filepath.Join(clone, "tmp", "ex5.html"))
+	require.NoError(t, err)
+	assert.Equal(t, 80, strings.Count(string(html), "allowed, 39 left"), "every hit told allowed, 39 left")
+	assert.NotContains(t, string(html), "allowed, 38 left")
 }

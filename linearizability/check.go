@@ -25,7 +25,11 @@ func (v Verdict) String() string {
 	if !v.Linearizable {
 		s = "not linearizable"
 	}
-	return fmt.Sprintf("%s: %d operations from %d processes (%d without an answer)", s, v.Ops, v.Processes, v.Pending)
+	procs := "processes"
+	if v.Processes == 1 {
+		procs = "process"
+	}
+	return fmt.Sprintf("%s: %d operations from %d %s (%d without an answer)", s, v.Ops, v.Processes, procs, v.Pending)
 }
 
 // ErrUndecided is returned when the checker could not decide in time.

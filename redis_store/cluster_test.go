@@ -80,7 +80,7 @@ func TestClusterCountsExactlyWhileASlotMoves(t *testing.T) {
 		})
 	}
 	require.Eventually(t, func() bool { return done.Load() > clients*hits/4 }, 20*time.Second, time.Millisecond)
-	target, err := migrateSlot(ctx, cl, int(slot))
+	target, err := cl.MoveSlot(ctx, int(slot))
 	require.NoError(t, err)
 	moved := done.Load()
 	wg.Wait()
@@ -99,51 +99,6 @@ func TestClusterCountsExactlyWhileASlotMoves(t *testing.T) {
 	}
 }
 
-// migrateSlot moves slot from the node that holds it to the next one, as
-// redis-cli --cluster reshard does, and returns the new owner's index.
-func migrateSlot(ctx context.Context, cl *redisserver.Cluster, slot int) (int, error) {
-	ids, owner, target, err := beginMigration(ctx, cl, slot)
-	if err != nil {
-		return 0, err
-	}
-	src := cl.Nodes[owner].Client()
-	defer src.Close()
-	host, port, _ := strings.Cut(cl.Nodes[target].Addr, ":")
-	for {
-		keys, err := src.ClusterGetKeysInSlot(ctx, slot, 100).Result()
-		if err != nil {
-			return 0, err
-		}
-		if len(keys) == 0 {
-			break
-		}
-		args := []any{"MIGRATE", host, port, "", 0, 5000, "KEYS"}
-		for _, k := range keys {
-			args = append(args, k)
-		}
-		if err := src.Do(ctx, args...).Err(); err != nil {
-			return 0, err
-		}
-	}
-	return target, assignSlot(ctx, cl, ids, slot, owner, target)
-}
-
-// assignSlot ends the move of slot from node owner to node target on every
-// node (SETSLOT NODE): the new owner first, then the old one, as redis-cli
-// does — the other way round, the old owner answers MOVED to a node that
-// answers MOVED back until it is told.
-func assignSlot(ctx context.Context, cl *redisserver.Cluster, ids []string, slot, owner, target int) error {
-	for _, i := range []int{target, owner, 3 - target - owner} {
-		c := cl.Nodes[i].Client()
-		err := c.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", ids[target]).Err()
-		c.Close()
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // keySlot is the Redis key of key under waitRule in s, and its slot: that
 // of every key of its state.
 func keySlot(t *testing.T, cl *redisserver.Cluster, s *redisstore.Store, key string) (string, int64) {
@@ -157,34 +112,6 @@ func keySlot(t *testing.T, cl *redisserver.Cluster, s *redisstore.Store, key str
 	require.NoError(t, err)
 	require.Equal(t, slot, other, "the count and reset_at in one slot")
 	return rkey, slot
-}
-
-// beginMigration marks slot as moving from the node that holds it to the
-// next one (IMPORTING on the target, MIGRATING on the owner) and moves no
-// key: a key the owner does not hold is then answered ASK. It returns the
-// nodes' ids and the two nodes' indexes.
-func beginMigration(ctx context.Context, cl *redisserver.Cluster, slot int) (ids []string, owner, target int, err error) {
-	ids = make([]string, len(cl.Nodes))
-	for i, s := range cl.Nodes {
-		c := s.Client()
-		ids[i], err = c.Do(ctx, "CLUSTER", "MYID").Text()
-		c.Close()
-		if err != nil {
-			return nil, 0, 0, err
-		}
-	}
-	owner = slot * len(cl.Nodes) / 16384 // StartCluster splits the slots evenly, in order
-	target = (owner + 1) % len(cl.Nodes)
-	src, dst := cl.Nodes[owner].Client(), cl.Nodes[target].Client()
-	defer src.Close()
-	defer dst.Close()
-	if err := dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", ids[owner]).Err(); err != nil {
-		return nil, 0, 0, err
-	}
-	if err := src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", ids[target]).Err(); err != nil {
-		return nil, 0, 0, err
-	}
-	return ids, owner, target, nil
 }
 
 // waitRule is the rule of the WAIT tests: 30 per hour, far from refusing.
@@ -321,7 +248,7 @@ func TestWaitFollowsAMovedSlot(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, waitRule.Limit-1, d.Remaining)
 
-	target, err := migrateSlot(ctx, cl, int(slot))
+	target, err := cl.MoveSlot(ctx, int(slot))
 	require.NoError(t, err)
 	before := waitCalls(t, cl)
 	d, err = s.TakeAt(ctx, waitRule, "ip:203.0.113.7", t0)
@@ -344,9 +271,10 @@ func TestWaitFollowsAnAskRedirect(t *testing.T) {
 	rkey, slot := keySlot(t, cl, s, "ip:203.0.113.7")
 	_, err := s.TakeAt(ctx, waitRule, "ip:203.0.113.7", t0)
 	require.NoError(t, err)
-	_, owner, target, err := beginMigration(ctx, cl, int(slot))
+	m, err := cl.BeginMove(ctx, int(slot))
 	require.NoError(t, err)
-	require.NoError(t, migrateKeys(ctx, cl, owner, target, rkey, rkey+":reset_at"), "both keys of the window, at once")
+	require.NoError(t, m.Migrate(ctx, rkey, rkey+":reset_at"), "both keys of the window, at once")
+	owner, target := m.Owner, m.Target
 
 	before := waitCalls(t, cl)
 	for i := range 2 {
@@ -370,18 +298,6 @@ func TestWaitFollowsAnAskRedirect(t *testing.T) {
 	assert.Equal(t, int64(2), exists.Val(), "the state is on the importing node")
 }
 
-// migrateKeys moves keys from node owner to node target (MIGRATE).
-func migrateKeys(ctx context.Context, cl *redisserver.Cluster, owner, target int, keys ...string) error {
-	src := cl.Nodes[owner].Client()
-	defer src.Close()
-	host, port, _ := strings.Cut(cl.Nodes[target].Addr, ":")
-	args := []any{"MIGRATE", host, port, "", 0, 5000, "KEYS"}
-	for _, k := range keys {
-		args = append(args, k)
-	}
-	return src.Do(ctx, args...).Err()
-}
-
 // A fixed window is two keys in one slot (a hash tag). While its slot
 // moves, a node holding only a part of them, or the importing node for a
 // window not yet begun, answers TRYAGAIN: the script did not run, and the
@@ -391,7 +307,7 @@ func TestFixedWindowWaitsForItsMovingSlot(t *testing.T) {
 	ctx := context.Background()
 	s := clusterStore(t, cl, ratelab.FailOpen, 20*time.Millisecond)
 	rkey, slot := keySlot(t, cl, s, "ip:192.0.2.9")
-	ids, owner, target, err := beginMigration(ctx, cl, int(slot))
+	m, err := cl.BeginMove(ctx, int(slot))
 	require.NoError(t, err)
 
 	type result struct {
@@ -403,12 +319,12 @@ func TestFixedWindowWaitsForItsMovingSlot(t *testing.T) {
 		d, err := s.TakeAt(ctx, waitRule, "ip:192.0.2.9", t0) // a new window: on neither node
 		done <- result{d, err}
 	}()
-	dst := cl.Nodes[target].Client()
+	dst := cl.Nodes[m.Target].Client()
 	defer dst.Close()
 	require.Eventually(t, func() bool {
 		return strings.Contains(dst.Info(ctx, "errorstats").Val(), "errorstat_TRYAGAIN")
 	}, 10*time.Second, time.Millisecond, "the importing node answered TRYAGAIN")
-	require.NoError(t, assignSlot(ctx, cl, ids, int(slot), owner, target))
+	require.NoError(t, m.Finish(ctx))
 	r := <-done
 	require.NoError(t, r.err)
 	assert.Equal(t, waitRule.Limit-1, r.d.Remaining, "counted once")

@@ -35,12 +35,16 @@ const (
 	rowH    = 40
 	boxH    = 28
 	charW   = 6.4 // an estimate of the average width of a 12px sans-serif character
+	titleW  = 9.0 // the same of the 15px bold title
+	endW    = 7.8 // the same of the 13px bold closing line
 	padding = 10
 )
 
 // Write draws c.
 func Write(w io.Writer, c Chart) error {
-	width := left + len(c.Lanes)*laneW + 20
+	// As wide as the lanes, or the title or closing line if wider: one
+	// lane must not cut them off.
+	width := left + max(len(c.Lanes)*laneW, textW(c.Title, titleW), textW(c.Outcome, endW)) + 20
 	height := top + len(c.Steps)*rowH + 70
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
@@ -57,7 +61,7 @@ func Write(w io.Writer, c Chart) error {
 	for i, s := range c.Steps {
 		y := top + i*rowH
 		x := center(s.Lane)
-		bw := min(int(float64(len([]rune(s.Text)))*charW)+2*padding, laneW-8)
+		bw := min(textW(s.Text, charW)+2*padding, laneW-8)
 		stroke, fill, color := "#555", "#ffffff", "black"
 		if s.Bad {
 			stroke, fill, color = "#c00", "#fde8e8", "#900"
@@ -71,5 +75,8 @@ func Write(w io.Writer, c Chart) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// textW estimates the width of s in characters of width w.
+func textW(s string, w float64) int { return int(float64(len([]rune(s))) * w) }
 
 func esc(s string) string { return html.EscapeString(s) }

@@ -26,7 +26,7 @@ func checkClaims(stdout, stderr io.Writer) (int, error) {
 			got = "not linearizable"
 		}
 		rows = append(rows, claim.Claim{Case: r.name, Expected: r.want, Observed: got,
-			Detail: fmt.Sprintf("%d hits, %d unanswered, %d processes", v.Ops, v.Pending, v.Processes)})
+			Detail: fmt.Sprintf("%d hits, %d unanswered, %d %s", v.Ops, v.Pending, v.Processes, map[bool]string{true: "process", false: "processes"}[v.Processes == 1])})
 		fmt.Fprintf(stderr, "check: %s: %s (run %v, checker %v)\n", r.name, got, time.Since(start).Round(time.Millisecond), v.Took.Round(time.Millisecond))
 	}
 	claim.Table(stdout, "history", rows)
@@ -80,7 +80,8 @@ func checkTable() []checkRow {
 		rows = append(rows, checkRow{"redis, pool", yes, run("redis", "pool", ratelab.FixedWindow, 0)},
 			checkRow{"redis, cgi, gcra", yes, run("redis", "cgi", ratelab.GCRA, 0)},
 			checkRow{"redis, failover, replication asynchronous", no, checkRun{store: "redis", failover: true}},
-			checkRow{"redis, failover, WAIT for 1 replica", yes, checkRun{store: "redis", failover: true, redisWait: 1}})
+			checkRow{"redis, failover, WAIT for 1 replica", yes, checkRun{store: "redis", failover: true, redisWait: 1}},
+			checkRow{"redis cluster, the key's slot moving", yes, checkRun{store: "redis", move: true, clients: 8, hits: 12}})
 	}
 	if sqlserver.MariaDBAvailable() {
 		rows = append(rows, checkRow{"mysql, pool, sliding", yes, run("mysql", "pool", ratelab.SlidingCounter, 0)},

@@ -63,6 +63,8 @@ func TestCheckUsage(t *testing.T) {
 		{"-store", "sqlite"},
 		{"-store", "file", "-model", "fpm"},
 		{"-store", "file", "-fault", "stop"},
+		{"-store", "file", "-fault", "move"},
+		{"-store", "redis", "-fault", "move", "-hits", "3"},
 		{"-store", "file", "-clients", "0"},
 		{"-store", "file", "-counter", "flock"},
 		{"-counter", "mutex"},

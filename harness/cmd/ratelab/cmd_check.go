@@ -35,6 +35,9 @@ type checkRun struct {
 	// WaitReplicas redisWait.
 	failover  bool
 	redisWait int
+	// move runs the Redis Cluster lesson (-fault move): the key's slot
+	// moved to another primary while the clients hit it.
+	move bool
 	// mistake runs database_lock's mistake on -store mysql or postgres.
 	mistake string
 }
@@ -50,7 +53,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	alg := f.String("algorithm", "fixed", "fixed, sliding, log or gcra")
 	f.IntVar(&c.clients, "clients", 8, "clients sending at once (> 0)")
 	f.IntVar(&c.hits, "hits", 10, "requests each client sends, one after another (> 0)")
-	fault := f.String("fault", "none", "none; kill: two processes SIGKILL themselves in the middle of a hit; failover: -store redis only, the primary killed and its replica promoted")
+	fault := f.String("fault", "none", "none; kill: two processes SIGKILL themselves in the middle of a hit; -store redis only: failover, the primary killed and its replica promoted; move, a cluster's slot moved to another node under the hits")
 	f.StringVar(&c.mistake, "mistake", "", "with -store mysql or postgres: "+databaselock.ReadThenWrite+" or "+databaselock.ResetFirst+", the database lesson's mistakes")
 	f.IntVar(&c.redisWait, "redis-wait", 0, "with -fault failover: replicas each hit waits for (0 or 1)")
 	f.StringVar(&c.counter, "counter", "", "lock-free or flock: race_tests' counter in processes that hit it directly, instead of -store")
@@ -86,10 +89,12 @@ func (c *checkRun) check(fault string) error {
 		return usagef("-clients and -hits must be positive")
 	case c.clients*c.hits > 100000:
 		return usagef("-clients × -hits %d is more than 100000 hits", c.clients*c.hits)
-	case fault != "none" && fault != "kill" && fault != "failover":
-		return usagef("-fault %q: use none, kill or failover", fault)
-	case fault == "failover" && c.store != "redis":
-		return usagef("-fault failover needs -store redis")
+	case fault != "none" && fault != "kill" && fault != "failover" && fault != "move":
+		return usagef("-fault %q: use none, kill, failover or move", fault)
+	case (fault == "failover" || fault == "move") && c.store != "redis":
+		return usagef("-fault %s needs -store redis", fault)
+	case fault == "move" && c.hits < 4:
+		return usagef("-fault move needs -hits 4 or more: a quarter of them in each state of the move")
 	case c.mistake != "" && c.mistake != databaselock.ReadThenWrite && c.mistake != databaselock.ResetFirst:
 		return usagef("-mistake %q: use %s or %s", c.mistake, databaselock.ReadThenWrite, databaselock.ResetFirst)
 	case c.mistake != "" && c.store != "mysql" && c.store != "postgres":
@@ -104,7 +109,7 @@ func (c *checkRun) check(fault string) error {
 		return usagef("-counter %q: use lock-free or flock", c.counter)
 	}
 	c.kills = map[string]int{"kill": 2}[fault]
-	c.failover = fault == "failover"
+	c.failover, c.move = fault == "failover", fault == "move"
 	if err := (ratelab.Rule{Name: "check", Limit: 1, Window: time.Hour, Algorithm: c.algorithm}).Validate(); err != nil {
 		return usagef("-algorithm %q: use fixed, sliding, log or gcra", c.algorithm)
 	}
@@ -178,7 +183,8 @@ func (c checkRun) underModel(stderr io.Writer) func(dir string) (linearizability
 
 // lesson returns what records c's history when it is one of the lessons'
 // runs rather than a store under an execution model: race_tests' counter
-// (-counter), the Redis failover (-fault failover).
+// (-counter), the database mistakes (-mistake), the Redis Cluster's slot
+// move (-fault move) and failover (-fault failover).
 func (c checkRun) lesson() func(dir string) (linearizability.History, error) {
 	switch {
 	case c.counter != "":
@@ -195,6 +201,10 @@ func (c checkRun) lesson() func(dir string) (linearizability.History, error) {
 			defer stop()
 			key := map[string]string{"mysql": "mariadb", "postgres": "postgres"}[c.store]
 			return databaselock.RecordMistake(context.Background(), key, app.DSN, c.mistake, dir)
+		}
+	case c.move:
+		return func(dir string) (linearizability.History, error) {
+			return beyondonehost.ClusterMoveHistory(context.Background(), c.clients, c.hits, dir)
 		}
 	case c.failover:
 		mode := beyondonehost.Asynchronous

@@ -168,8 +168,9 @@ func serve(cfg harness.Config, stdout, stderr io.Writer) (int, error) {
 // cmdCGI is the demo endpoint as a CGI program for a real web server: a
 // two-line wrapper in its cgi-bin runs it once per request. Outside a CGI
 // server it prints its flags for -h and otherwise says where it belongs
-// and exits 2; under one, a configuration error is answered 500 with the
-// reason in one line, also written to stderr (the server's error log).
+// and exits 2; under one, a configuration error is answered 500 with a
+// body that names no detail (harness.CGIErrorBody), the reason written to
+// stderr in one line (the server's error log).
 func cmdCGI(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("cgi", stdout)
 	appOf := f.appFlags()

@@ -37,7 +37,8 @@ func clientFrom(src string) *http.Client {
 // mod_cgi runs ratelab cgi once per request, as shared hosting does. The
 // in-memory store never answers 429; the file store answers 429 from #31
 // with Retry-After and the RateLimit fields, each client address with a
-// bucket of its own; a configuration error is a 500 with its reason.
+// bucket of its own; a configuration error is a 500 whose reason is only
+// in the server's error log.
 func TestUnderLighttpd(t *testing.T) {
 	state := t.TempDir()
 	srv := lighttpdserver.ForTest(t, map[string]string{
