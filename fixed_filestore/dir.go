@@ -80,6 +80,25 @@ func (s *Store) reopenDir(old int) error {
 	return nil
 }
 
+// tighten makes the state directory or a state file, open at fd and
+// statted as st, private to the store's user (want: 0700 for the
+// directory, 0600 for a file) when its mode lets anyone else in, and
+// logs the change. On a shared host another account that can write the
+// directory could plant a state of its choosing; one that can read it
+// learns which keys were hit, and when. What the user does not own it
+// cannot chmod, and leaves as it is (CheckWritable judges it).
+func (s *Store) tighten(fd int, st fileStat, want uint32, path string) error {
+	if st.perm&0o077 == 0 || !st.mine {
+		return nil
+	}
+	if err := fchmod(fd, want); err != nil {
+		return &fs.PathError{Op: "chmod", Path: path, Err: err}
+	}
+	s.log.Warn("fixedfilestore: mode tightened: nobody else may read or write rate-limit state",
+		"path", path, "was", fmt.Sprintf("%#o", st.perm), "now", fmt.Sprintf("%#o", want))
+	return nil
+}
+
 // names lists the state directory through its descriptor.
 func (s *Store) names() ([]string, error) {
 	s.dirMu.RLock()

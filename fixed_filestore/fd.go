@@ -35,6 +35,8 @@ type fileStat struct {
 	regular bool // a regular file, not a FIFO, device, directory or link
 	nlink   uint64
 	mtime   time.Time
+	perm    uint32 // the permission bits
+	mine    bool   // owned by this process's effective user
 }
 
 var (

@@ -24,6 +24,7 @@ func lstatAt(int, string) (fileStat, error)      { return fileStat{}, supported(
 func pread(int, []byte, int64) (int, error)      { return 0, supported() }
 func pwrite(int, []byte, int64) (int, error)     { return 0, supported() }
 func ftruncate(int, int64) error                 { return supported() }
+func fchmod(int, uint32) error                   { return supported() }
 func closeFD(int) error                          { return supported() }
 func unlinkAt(int, string) error                 { return supported() }
 func readDirNames(int, string) ([]string, error) { return nil, supported() }

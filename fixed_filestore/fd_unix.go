@@ -105,8 +105,12 @@ func lstatAt(dirfd int, name string) (fileStat, error) {
 }
 
 func statOf(st *unix.Stat_t) fileStat {
-	return fileStat{regular: st.Mode&unix.S_IFMT == unix.S_IFREG, nlink: uint64(st.Nlink), mtime: time.Unix(st.Mtim.Unix())}
+	return fileStat{regular: st.Mode&unix.S_IFMT == unix.S_IFREG, nlink: uint64(st.Nlink), mtime: time.Unix(st.Mtim.Unix()), perm: uint32(st.Mode) & 0o777,
+		mine: int(st.Uid) == os.Geteuid()}
 }
+
+// fchmod sets the permission bits of fd.
+func fchmod(fd int, mode uint32) error { return unix.Fchmod(fd, mode) }
 
 // pread is pread(2): up to len(buf) bytes at off.
 func pread(fd int, buf []byte, off int64) (int, error) {

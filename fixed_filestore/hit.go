@@ -143,7 +143,7 @@ func (s *Store) open(name string) (int, error) {
 }
 
 // checkHeld runs under the lock: the file must be a regular file with
-// exactly one name. None: a sweep unlinked it while this hit waited for
+// exactly one name, and nobody else's to read or write (tighten). None: a sweep unlinked it while this hit waited for
 // the lock, so errReplaced starts the hit over on the live file. More
 // than one: a hard link to a file elsewhere, never to be written through.
 // One fstat answers both, where comparing with an lstat of the path would
@@ -158,7 +158,7 @@ func (s *Store) checkHeld(fd int, name string) error {
 	case held.nlink > 1:
 		return fmt.Errorf("%s has %d hard links: refusing to write through a link", s.pathOf(name), held.nlink)
 	}
-	return nil
+	return s.tighten(fd, held, 0o600, s.pathOf(name))
 }
 
 // !-locked

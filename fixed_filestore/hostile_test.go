@@ -4,8 +4,10 @@ package fixedfilestore_test
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -130,4 +132,38 @@ func TestCloseReleasesTheDirectory(t *testing.T) {
 	require.NoError(t, s.Close())
 	_, err := s.TakeAt(context.Background(), rule, storetest.Key, t0)
 	assert.ErrorIs(t, err, ratelab.ErrUnavailable)
+}
+
+// The attacker's finding: an existing state directory of mode 0777, or a
+// state file chmodded 0666, was used as it was — on a shared host, anyone
+// could plant a state or read which keys were hit. The store makes the
+// directory 0700 when it opens it and a file 0600 when a hit holds it,
+// and says so in a warning.
+func TestLooseModesAreTightened(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, fixedfilestore.DirName)
+	require.NoError(t, os.Mkdir(dir, 0o700))
+	require.NoError(t, os.Chmod(dir, 0o777)) // past the umask
+	var log strings.Builder
+	s, err := fixedfilestore.New(base, fixedfilestore.Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	mode := func(path string) os.FileMode {
+		fi, err := os.Lstat(path)
+		require.NoError(t, err)
+		return fi.Mode().Perm()
+	}
+	assert.Equal(t, os.FileMode(0o700), mode(dir), "the state directory")
+	assert.Contains(t, log.String(), "was=0777 now=0700")
+
+	_, err = s.TakeAt(context.Background(), rule, storetest.Key, time.Now())
+	require.NoError(t, err)
+	path := s.Path(rule, storetest.Key)
+	require.Equal(t, os.FileMode(0o600), mode(path), "a state file the store made")
+	require.NoError(t, os.Chmod(path, 0o666))
+	d, err := s.TakeAt(context.Background(), rule, storetest.Key, time.Now())
+	require.NoError(t, err)
+	assert.Equal(t, rule.Limit-2, d.Remaining, "counted as ever")
+	assert.Equal(t, os.FileMode(0o600), mode(path), "the state file")
+	assert.Contains(t, log.String(), "was=0666 now=0600")
 }

@@ -116,6 +116,14 @@ func New(base string, opts Options) (*Store, error) {
 	if s.dirfd, err = openDirectory(s.dir); err != nil {
 		return nil, fmt.Errorf("fixedfilestore: %w", err)
 	}
+	st, err := fstat(s.dirfd)
+	if err == nil {
+		err = s.tighten(s.dirfd, st, 0o700, s.dir)
+	}
+	if err != nil {
+		closeFD(s.dirfd)
+		return nil, fmt.Errorf("fixedfilestore: %w", err)
+	}
 	return s, nil
 }
 

@@ -91,10 +91,10 @@ type App struct {
 	FrontToken string
 	// History, if set, is a directory in which every process records each
 	// hit it passes to its store, for package linearizability to check;
-	// HistoryKills is how many kill tokens there the processes look for
-	// (linearizability.PlantKills).
-	History      string
-	HistoryKills int
+	// HistoryFaults is how many kill and stop tokens of each kind there
+	// the processes look for (linearizability.PlantKills, PlantStops).
+	History       string
+	HistoryFaults int
 }
 
 // RuleName and KeyPrefix make the original's key: rule "demo-start"
@@ -204,7 +204,7 @@ func (c CheckedApp) handler(logger *slog.Logger) (http.Handler, error) {
 // handlerFor builds the endpoint on store.
 func (c CheckedApp) handlerFor(store ratelab.Store, logger *slog.Logger) (http.Handler, error) {
 	if c.History != "" {
-		rec, err := linearizability.NewRecorder(c.History, c.HistoryKills)
+		rec, err := linearizability.NewRecorder(c.History, c.HistoryFaults)
 		if err != nil {
 			return nil, err
 		}

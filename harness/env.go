@@ -30,7 +30,7 @@ func (a App) env() []string {
 		"RATELAB_TRUSTED_PROXIES=" + a.TrustedProxies,
 		"RATELAB_FORWARDED_HEADER=" + a.ForwardedHeader,
 		"RATELAB_HISTORY=" + a.History,
-		"RATELAB_HISTORY_KILLS=" + strconv.Itoa(a.HistoryKills),
+		"RATELAB_HISTORY_FAULTS=" + strconv.Itoa(a.HistoryFaults),
 	}
 }
 
@@ -73,9 +73,9 @@ func parseEnv() (App, error) {
 	if a.RedisWaitTimeout, err = time.ParseDuration(os.Getenv("RATELAB_REDIS_WAIT_TIMEOUT")); err != nil {
 		return a, fmt.Errorf("RATELAB_REDIS_WAIT_TIMEOUT: %w", err)
 	}
-	if v := os.Getenv("RATELAB_HISTORY_KILLS"); v != "" {
-		if a.HistoryKills, err = strconv.Atoi(v); err != nil {
-			return a, fmt.Errorf("RATELAB_HISTORY_KILLS: %w", err)
+	if v := os.Getenv("RATELAB_HISTORY_FAULTS"); v != "" {
+		if a.HistoryFaults, err = strconv.Atoi(v); err != nil {
+			return a, fmt.Errorf("RATELAB_HISTORY_FAULTS: %w", err)
 		}
 	}
 	if v := os.Getenv("RATELAB_NOW"); v != "" {

@@ -4,10 +4,27 @@ package harness
 // kill one.
 func (h *Host) Pids() []int {
 	var pids []int
-	for _, w := range h.workers {
-		pids = append(pids, w.proc.Cmd.Process.Pid)
+	for _, w := range h.Workers() {
+		pids = append(pids, w.Pid)
 	}
 	return pids
+}
+
+// WorkerInfo is what a test may know of a worker: its pid, its address
+// and the token its front vouches with.
+type WorkerInfo struct {
+	Pid         int
+	Addr, Token string
+}
+
+// Workers returns the pool's current workers, in the front's order.
+func (h *Host) Workers() []WorkerInfo {
+	var out []WorkerInfo
+	for i := range h.pool.slots {
+		w := h.pool.slots[i].Load()
+		out = append(out, WorkerInfo{w.proc.Cmd.Process.Pid, w.url.Host, w.token})
+	}
+	return out
 }
 
 // FrontKey is the key function of a worker whose front has token.

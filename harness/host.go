@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/cgi"
-	"net/http/httputil"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,7 +84,7 @@ type Host struct {
 	URL     string // the limited endpoint
 	cfg     Config
 	srv     *http.Server
-	workers []*worker
+	pool    *pool        // the long-lived workers, nil for cgi
 	served  atomic.Int64 // requests the front passed to a pool worker
 	tally   Tally        // what the workers reported, after Close
 	proxyTr *http.Transport
@@ -120,8 +119,7 @@ func Start(cfg Config) (*Host, error) {
 	return h, nil
 }
 
-// check reports the first thing wrong with cfg and fills in its defaults,
-// the front's token among them.
+// check reports the first thing wrong with cfg and fills in its defaults.
 func (cfg *Config) check() error {
 	if _, err := ParseModel(string(cfg.Model)); err != nil {
 		return err
@@ -154,13 +152,6 @@ func (cfg *Config) check() error {
 	if cfg.Timeouts == (Timeouts{}) {
 		cfg.Timeouts = DefaultTimeouts()
 	}
-	if cfg.Model != CGI {
-		token, err := newFrontToken()
-		if err != nil {
-			return err
-		}
-		cfg.App.FrontToken = token
-	}
 	return nil
 }
 
@@ -179,14 +170,14 @@ func (h *Host) start() (http.Handler, error) {
 		if err != nil {
 			return nil, err
 		}
-		h.workers = ws
+		h.newPool(ws)
 		front = h.roundRobin()
 	case TwoHosts:
 		ws, err := startTwoHosts(cfg)
 		if err != nil {
 			return nil, err
 		}
-		h.workers = ws
+		h.newPool(ws)
 		front = h.roundRobin()
 	case CGI:
 		h.cgiErrs = &syncbuf.Buffer{Tee: cfg.Stderr, Limit: 64 << 10}
@@ -218,32 +209,6 @@ func dropUnderscored(next http.Handler) http.Handler {
 	})
 }
 
-// roundRobin is the pool's front: each request goes to the next worker, as
-// a FastCGI process manager hands requests to its children.
-func (h *Host) roundRobin() http.Handler {
-	var next atomic.Uint64
-	h.proxyTr = &http.Transport{MaxIdleConnsPerHost: 64, ResponseHeaderTimeout: h.cfg.Timeouts.Worker}
-	return &httputil.ReverseProxy{
-		Transport: h.proxyTr,
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			w := h.workers[(next.Add(1)-1)%uint64(len(h.workers))]
-			pr.SetURL(w.url)
-			// The client, as the worker keys it, vouched for by the
-			// token: whatever the client sent under these names is
-			// replaced. Behind trusted proxies it is the one they passed
-			// on.
-			if addr, err := h.client.Addr(pr.In); err == nil {
-				pr.Out.Header.Set(headerClient, h.client.Bucket(addr))
-			} else {
-				pr.Out.Header.Del(headerClient) // the worker refuses the hit
-			}
-			pr.Out.Header.Set(headerFrontToken, h.cfg.App.FrontToken)
-			h.served.Add(1)
-		},
-		ErrorLog: log.New(h.cfg.Stderr, "front: ", 0),
-	}
-}
-
 // Close stops the front and the children, and checks that every child
 // printed its result line and that the workers together served every
 // request the front passed on.
@@ -256,10 +221,13 @@ func (h *Host) Close() error {
 		// workers' graceful shutdown.
 		h.proxyTr.CloseIdleConnections()
 	}
-	tally, werr := h.stopWorkers()
+	if h.pool == nil {
+		return err
+	}
+	tally, werr := h.pool.stop()
 	h.tally = tally
 	err = errors.Join(err, werr)
-	if h.workers != nil && werr == nil && tally.Served != h.served.Load() {
+	if werr == nil && tally.Served != h.served.Load() {
 		err = errors.Join(err, fmt.Errorf("harness: workers report %d requests served, the front passed %d", tally.Served, h.served.Load()))
 	}
 	return err

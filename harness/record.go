@@ -21,7 +21,19 @@ type Recording struct {
 	// middle of a hit (linearizability.PlantKills); their clients get an
 	// error, and the run goes on.
 	Kills int
+	// Stops is how many processes stop themselves with SIGSTOP in the
+	// middle of a hit (linearizability.PlantStops), each continued once
+	// the others have answered stopReturns more hits, or after stopHold.
+	Stops int
 }
+
+// How long a stopped process stays stopped: until the other processes
+// have answered stopReturns hits since, or for stopHold if they cannot
+// (one process serves them all, or all wait for its lock).
+const (
+	stopReturns = 8
+	stopHold    = 300 * time.Millisecond
+)
 
 // Answers counts what the clients got back.
 type Answers struct{ OK, Throttled, Failed int }
@@ -30,21 +42,26 @@ type Answers struct{ OK, Throttled, Failed int }
 // directory of its own under tmp, sends rec's load, stops the model and
 // returns the history. A request that gets neither 200 nor 429, or a
 // model that does not stop cleanly, is an error unless processes were
-// told to die.
+// told to die; so is a stop token no process took.
 func Record(ctx context.Context, cfg Config, rec Recording, tmp string) (hist linearizability.History, ans Answers, err error) {
 	hist, err = linearizability.Record(tmp, func(dir string) error {
-		if err := linearizability.PlantKills(dir, rec.Kills); err != nil {
+		if err := errors.Join(linearizability.PlantKills(dir, rec.Kills), linearizability.PlantStops(dir, rec.Stops)); err != nil {
 			return err
 		}
-		cfg.App.History, cfg.App.HistoryKills = dir, rec.Kills
+		cfg.App.History, cfg.App.HistoryFaults = dir, max(rec.Kills, rec.Stops)
 		h, err := Start(cfg)
 		if err != nil {
 			return err
 		}
+		resume := linearizability.Resume(dir, stopReturns, stopHold)
 		ans = h.sendAll(ctx, rec)
+		resumed := resume()
 		err = h.Close()
 		if rec.Kills == 0 && (err != nil || ans.Failed > 0) {
 			return errors.Join(err, fmt.Errorf("harness: %d of %d requests failed", ans.Failed, rec.Clients*rec.Hits))
+		}
+		if resumed != rec.Stops {
+			return fmt.Errorf("harness: %d processes were to stop mid-hit, %d did", rec.Stops, resumed)
 		}
 		return nil
 	})

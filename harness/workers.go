@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 
@@ -15,10 +16,11 @@ import (
 // The workers of the long-lived models: started by re-executing the binary,
 // ready when they print their ready line, stopped when their stdin closes.
 
-func (h *Host) stopWorkers() (sum Tally, err error) {
+// stopWorkers stops ws, at once, and sums their tallies.
+func stopWorkers(ws []*worker) (sum Tally, err error) {
 	var mu sync.Mutex
 	var g errgroup.Group
-	for _, w := range h.workers {
+	for _, w := range ws {
 		g.Go(func() error {
 			t, err := w.stop()
 			mu.Lock()
@@ -61,9 +63,14 @@ func startTwoHosts(cfg Config) ([]*worker, error) {
 
 // worker is one long-lived child process.
 type worker struct {
-	proc *childproc.Proc
-	url  *url.URL
+	proc  *childproc.Proc
+	url   *url.URL
+	token string // the worker's own front token
+	cfg   Config // what started it, and starts its replacement
+	dead  atomic.Bool
 }
+
+func (w *worker) pid() int { return w.proc.Cmd.Process.Pid }
 
 // startWorkers re-executes the binary n times as HTTP workers, at most
 // four starting at once, and waits for each one's ready line.
@@ -89,8 +96,15 @@ func startWorkers(cfg Config, n int) ([]*worker, error) {
 	return ws, nil
 }
 
+// startWorker starts one worker, with a front token of its own.
 func startWorker(cfg Config) (*worker, error) {
-	p, err := childproc.StartExe("worker", cfg.Exe, roleServer, cfg.Stderr, cfg.App.env()...)
+	token, err := newFrontToken()
+	if err != nil {
+		return nil, err
+	}
+	app := cfg.App
+	app.FrontToken = token
+	p, err := childproc.StartExe("worker", cfg.Exe, roleServer, cfg.Stderr, app.env()...)
 	if err != nil {
 		return nil, fmt.Errorf("harness: start worker %s: %w", cfg.Exe, err)
 	}
@@ -105,7 +119,7 @@ func startWorker(cfg Config) (*worker, error) {
 		p.Kill()
 		return nil, fmt.Errorf("harness: worker's ready line %q: %w", rest, err)
 	}
-	return &worker{proc: p, url: &url.URL{Scheme: "http", Host: addr}}, nil
+	return &worker{proc: p, url: &url.URL{Scheme: "http", Host: addr}, token: token, cfg: cfg}, nil
 }
 
 // stop closes the worker's stdin, which tells it to finish, reads its

@@ -7,23 +7,33 @@ import (
 	"strconv"
 )
 
-// A kill token is a file in the history directory; the process whose hit
-// removes it first — os.Remove succeeds for exactly one — kills itself
-// with SIGKILL in the middle of that hit: before the store is called for
-// an even token, after the store decided but before the decision is
-// recorded or answered for an odd one. Both leave a call with no return;
-// the second leaves a hit that counted and that nobody was told about.
-// Tokens make the number of kills exact, whichever processes take them.
+// A fault token is a file in the history directory; the process whose hit
+// removes it first — os.Remove succeeds for exactly one — suffers the
+// fault in the middle of that hit: before the store is called for an
+// even token, after the store decided but before the decision is
+// recorded or answered for an odd one. A kill token's process kills
+// itself with SIGKILL: both leave a call with no return, the second a hit
+// that counted and that nobody was told about. A stop token's process
+// stops itself with SIGSTOP until Resume continues it: its hit spans the
+// pause, and the others go on meanwhile. Tokens make the number of faults
+// exact, whichever processes take them.
 const (
-	killNone = iota
+	faultNone = iota
 	killBefore
 	killAfter
+	stopBefore
+	stopAfter
 )
 
 // PlantKills puts n kill tokens in the history directory dir.
-func PlantKills(dir string, n int) error {
+func PlantKills(dir string, n int) error { return plant(dir, "kill-", n) }
+
+// PlantStops puts n stop tokens in the history directory dir.
+func PlantStops(dir string, n int) error { return plant(dir, "stop-", n) }
+
+func plant(dir, prefix string, n int) error {
 	for i := range n {
-		f, err := os.OpenFile(tokenName(dir, i), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		f, err := os.OpenFile(filepath.Join(dir, prefix+strconv.Itoa(i)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
 			return fmt.Errorf("linearizability: %w", err)
 		}
@@ -32,19 +42,31 @@ func PlantKills(dir string, n int) error {
 	return nil
 }
 
-func tokenName(dir string, i int) string { return filepath.Join(dir, "kill-"+strconv.Itoa(i)) }
-
-// claimKill returns how this hit is to die, if it claims a token.
-func (r *Recorder) claimKill() int {
-	for i := range r.kills {
-		if os.Remove(tokenName(r.dir, i)) == nil {
-			if i%2 == 0 {
-				return killBefore
-			}
-			return killAfter
+// claimFault returns the fault this hit is to suffer, if it claims a
+// token, and the token's number.
+func (r *Recorder) claimFault() (fault, token int) {
+	for i := range r.faults {
+		n := strconv.Itoa(i)
+		if os.Remove(filepath.Join(r.dir, "kill-"+n)) == nil {
+			return killBefore + i%2, i
+		}
+		if os.Remove(filepath.Join(r.dir, "stop-"+n)) == nil {
+			return stopBefore + i%2, i
 		}
 	}
-	return killNone
+	return faultNone, 0
+}
+
+// suffer does what fault says at point (killBefore or killAfter): kills
+// or stops this process, or nothing.
+func (r *Recorder) suffer(fault, token, point int) error {
+	switch fault - point {
+	case 0:
+		die()
+	case stopBefore - killBefore:
+		return r.pause(token)
+	}
+	return nil
 }
 
 // die kills this process as kill -9 would: no deferred function runs, no
@@ -58,5 +80,4 @@ func die() {
 		panic(fmt.Sprintf("linearizability: could not kill this process: %v", err))
 	}
 	select {} // the signal is on its way; nothing more of this hit runs
-
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,14 +126,21 @@ func TestCheckRefusesAnEmptyHistory(t *testing.T) {
 	}
 }
 
-func TestKillTokensAreTakenOnce(t *testing.T) {
+func TestFaultTokensAreTakenOnce(t *testing.T) {
 	dir := t.TempDir()
 	if err := PlantKills(dir, 2); err != nil {
 		t.Fatal(err)
 	}
-	r := &Recorder{dir: dir, kills: 2}
-	got := []int{r.claimKill(), r.claimKill(), r.claimKill()}
-	if want := []int{killBefore, killAfter, killNone}; got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+	if err := PlantStops(dir, 2); err != nil {
+		t.Fatal(err)
+	}
+	r := &Recorder{dir: dir, faults: 2}
+	var got []int
+	for range 5 {
+		f, _ := r.claimFault()
+		got = append(got, f)
+	}
+	if want := []int{killBefore, stopBefore, killAfter, stopAfter, faultNone}; !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 }

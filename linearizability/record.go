@@ -34,17 +34,18 @@ type event struct {
 // write(2): a line written is the kernel's, and survives a SIGKILL that
 // comes after it. It is safe for concurrent use.
 type Recorder struct {
-	mu    sync.Mutex
-	f     *os.File
-	dir   string
-	kills int // tokens this process may claim, see Fault
-	next  atomic.Int64
+	mu     sync.Mutex
+	f      *os.File
+	dir    string
+	faults int // the fault tokens this process looks for (fault.go)
+	next   atomic.Int64
 }
 
 // NewRecorder creates this process's history file in dir, which must
-// exist. kills is how many kill tokens (see PlantKills) the process looks
-// for at every hit; 0 for none.
-func NewRecorder(dir string, kills int) (*Recorder, error) {
+// exist. faults is how many kill and stop tokens (see PlantKills,
+// PlantStops) of each kind the process looks for at every hit; 0 for
+// none.
+func NewRecorder(dir string, faults int) (*Recorder, error) {
 	var b [8]byte
 	rand.Read(b[:])
 	name := filepath.Join(dir, fmt.Sprintf("h-%d-%s.jsonl", os.Getpid(), hex.EncodeToString(b[:])))
@@ -53,7 +54,7 @@ func NewRecorder(dir string, kills int) (*Recorder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("linearizability: %w", err)
 	}
-	return &Recorder{f: f, dir: dir, kills: kills}, nil
+	return &Recorder{f: f, dir: dir, faults: faults}, nil
 }
 
 // Close closes the history file.
@@ -91,15 +92,15 @@ func (s *recording) TakeAt(ctx context.Context, rule ratelab.Rule, key string, n
 	if err := s.rec.write(event{Op: op, Call: monotonic(), Rule: &rule, Key: key, At: now.UnixNano()}); err != nil {
 		return ratelab.Decision{}, fmt.Errorf("linearizability: record: %w", err)
 	}
-	kill := s.rec.claimKill()
-	if kill == killBefore {
-		die()
+	fault, token := s.rec.claimFault()
+	if err := s.rec.suffer(fault, token, killBefore); err != nil {
+		return ratelab.Decision{}, err
 	}
 	d, err := s.s.TakeAt(ctx, rule, key, now)
-	ret := monotonic()
-	if kill == killAfter {
-		die()
+	if ferr := s.rec.suffer(fault, token, killAfter); ferr != nil {
+		return ratelab.Decision{}, ferr
 	}
+	ret := monotonic() // after a stop: when the client is told
 	if err != nil || d.NotCounted != nil {
 		return d, err
 	}

@@ -40,7 +40,7 @@ func BenchmarkTakeRatios(b *testing.B) {
 	now := time.Now()
 	fns := []func() error{
 		func() error { return trivial.Run(ctx, rdb, []string{key}).Err() },
-		func() error { return fixedWindow.Run(ctx, rdb, []string{key}, fixedArgs(r, now)...).Err() },
+		func() error { return fixedWindow.Run(ctx, rdb, []string{key, key + fixedResetSuffix}, fixedArgs(r, now)...).Err() },
 		func() error { _, err := s.TakeAt(ctx, r, "k", now); return err },
 	}
 	spent := make([]time.Duration, len(fns))
@@ -104,4 +104,62 @@ func BenchmarkWaitCost(b *testing.B) {
 	b.ReportMetric(float64(spent[0].Nanoseconds())/float64(b.N), "nowait-ns/hit")
 	b.ReportMetric(float64(spent[1].Nanoseconds())/float64(b.N), "wait1-ns/hit")
 	b.ReportMetric(float64(spent[1])/float64(spent[0]), "wait/nowait")
+}
+
+// BenchmarkDeadline runs, in turns in one loop, the fixed-window script
+// under the three contexts a hit could have: none bounding it, a
+// context.WithTimeout (a runtime timer armed and stopped per hit), and
+// withDeadline's (the deadline alone). deadline-ns ≈ none-ns is why the
+// store uses withDeadline.
+func BenchmarkDeadline(b *testing.B) {
+	if !redisserver.Available() {
+		b.Skip("redis-server not found: install it with " + redisserver.InstallHint)
+	}
+	srv, err := redisserver.Start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Stop()
+	rdb, err := NewClient("redis://"+srv.Addr+"/0", time.Second)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rdb.Close()
+	s, err := New(rdb, Options{FailPolicy: ratelab.FailClosed})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	r := ratelab.Rule{Name: "bench", Limit: ratelab.MaxLimit, Window: time.Hour}
+	key := s.Key(r, "k")
+	keys := []string{key, key + fixedResetSuffix}
+	now := time.Now()
+	fns := []func() error{
+		func() error { _, err := s.call(ctx, fixedWindow, keys, fixedArgs(r, now)...); return err },
+		func() error {
+			c, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			_, err := s.call(c, fixedWindow, keys, fixedArgs(r, now)...)
+			return err
+		},
+		func() error {
+			_, err := s.call(withDeadline(ctx, time.Second), fixedWindow, keys, fixedArgs(r, now)...)
+			return err
+		},
+	}
+	spent := make([]time.Duration, len(fns))
+	for b.Loop() {
+		for i, f := range fns {
+			t := time.Now()
+			if err := f(); err != nil {
+				b.Fatal(err)
+			}
+			spent[i] += time.Since(t)
+		}
+	}
+	for i, name := range []string{"none", "timer", "deadline"} {
+		b.ReportMetric(float64(spent[i].Nanoseconds())/float64(b.N), name+"-ns/hit")
+	}
+	b.ReportMetric(float64(spent[1])/float64(spent[0]), "timer/none")
+	b.ReportMetric(float64(spent[2])/float64(spent[0]), "deadline/none")
 }

@@ -18,7 +18,8 @@ import (
 
 // NewClient returns a client for a redis:// URL with timeouts suited to a
 // rate limiter: timeout applies to every command (ContextTimeoutEnabled),
-// dials give up after the same time, and neither failed commands nor
+// dials and waits for a pooled connection give up after the same time,
+// and neither failed commands nor
 // refused dials are retried — a limiter must answer quickly, not
 // eventually, and a refused connection (nobody listening) is an outage
 // for the fail policy at once, where go-redis would dial five times, 100
@@ -49,7 +50,7 @@ func NewClient(url string, timeout time.Duration) (redis.UniversalClient, error)
 		return nil, fmt.Errorf("redisstore: %w", redact.Err(err, url))
 	}
 	*o.contextTimeout = true
-	*o.dial, *o.read, *o.write = timeout, timeout, timeout
+	*o.dial, *o.read, *o.write, *o.pool = timeout, timeout, timeout, timeout
 	*o.maxRetries, *o.dialerRetries = -1, 1
 	return o.client(), nil
 }
@@ -76,7 +77,7 @@ type parsed struct {
 	network                   string
 	addrs                     []string
 	contextTimeout            *bool
-	dial, read, write         *time.Duration
+	dial, read, write, pool   *time.Duration
 	maxRetries, dialerRetries *int
 	client                    func() redis.UniversalClient
 }
@@ -90,21 +91,21 @@ func parseURL(url string) (parsed, error) {
 		if err != nil {
 			return parsed{}, err
 		}
-		return parsed{"tcp", o.SentinelAddrs, &o.ContextTimeoutEnabled, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout,
+		return parsed{"tcp", o.SentinelAddrs, &o.ContextTimeoutEnabled, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout,
 			&o.MaxRetries, &o.DialerRetries, func() redis.UniversalClient { return redis.NewFailoverClient(o) }}, nil
 	case isClusterURL(url):
 		o, err := redis.ParseClusterURL(url)
 		if err != nil {
 			return parsed{}, err
 		}
-		return parsed{"tcp", o.Addrs, &o.ContextTimeoutEnabled, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout,
+		return parsed{"tcp", o.Addrs, &o.ContextTimeoutEnabled, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout,
 			&o.MaxRetries, &o.DialerRetries, func() redis.UniversalClient { return redis.NewClusterClient(o) }}, nil
 	}
 	o, err := redis.ParseURL(url)
 	if err != nil {
 		return parsed{}, err
 	}
-	return parsed{o.Network, []string{o.Addr}, &o.ContextTimeoutEnabled, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout,
+	return parsed{o.Network, []string{o.Addr}, &o.ContextTimeoutEnabled, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout,
 		&o.MaxRetries, &o.DialerRetries, func() redis.UniversalClient { return redis.NewClient(o) }}, nil
 }
 

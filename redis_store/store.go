@@ -51,6 +51,10 @@ const DefaultTimeout = 2 * time.Second
 type Options struct {
 	FailPolicy ratelab.FailPolicy
 	// Timeout bounds each hit, connection included; 0 means DefaultTimeout.
+	// It is the deadline of the hit's context, which go-redis applies to
+	// every read, write and dial with a client that has
+	// ContextTimeoutEnabled (NewClient's); another client's own timeouts
+	// bound its I/O instead.
 	Timeout time.Duration
 	Logger  *slog.Logger // nil means slog.Default()
 	// Prefix is put before every key; "" means "ratelab:".
@@ -246,8 +250,7 @@ func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time
 // decided on the fresh state. A hit the replicas did not confirm
 // (WaitReplicas) is decided and returned with its error.
 func (s *Store) take(ctx context.Context, name string, r ratelab.Rule, now time.Time) (ratelab.Decision, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
+	ctx = withDeadline(ctx, s.timeout)
 	if r.Algorithm == ratelab.FixedWindow {
 		return s.takeFixed(ctx, name, r, now)
 	}

@@ -166,6 +166,10 @@ func (p *Proc) Kill() {
 	p.Cmd.Wait()
 }
 
+// Exited is closed once the child has closed its standard output: when
+// it exits, unless it closed its output first. Close or Kill reaps it.
+func (p *Proc) Exited() <-chan struct{} { return p.done }
+
 // Stderr returns what the child wrote to stderr so far.
 func (p *Proc) Stderr() string { return strings.TrimSpace(p.stderr.String()) }
 

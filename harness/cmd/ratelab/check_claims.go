@@ -59,6 +59,11 @@ func checkTable() []checkRow {
 	run := func(store, model string, alg ratelab.Algorithm, kills int) checkRun {
 		return checkRun{store: store, model: model, algorithm: alg, clients: 8, hits: 10, workers: 4, kills: kills}
 	}
+	stopped := func(model string) checkRun {
+		c := run("file", model, ratelab.FixedWindow, 0)
+		c.stops = 2
+		return c
+	}
 	rows := []checkRow{
 		{"memory, single", yes, run("memory", "single", ratelab.FixedWindow, 0)},
 		{"memory, pool", no, run("memory", "pool", ratelab.FixedWindow, 0)},
@@ -72,6 +77,8 @@ func checkTable() []checkRow {
 	rows = append(rows,
 		checkRow{"file, pool, 2 workers killed mid-hit", yes, run("file", "pool", ratelab.FixedWindow, 2)},
 		checkRow{"file, cgi, 2 processes killed mid-hit", yes, run("file", "cgi", ratelab.FixedWindow, 2)},
+		checkRow{"file, pool, 2 workers stopped mid-hit", yes, stopped("pool")},
+		checkRow{"file, cgi, 2 processes stopped mid-hit", yes, stopped("cgi")},
 		checkRow{"file, two hosts, a directory each", no, run("file", "two-hosts", ratelab.FixedWindow, 0)},
 		checkRow{"read-modify-write without a lock", no, checkRun{counter: "lock-free", clients: 8, hits: 10}},
 		checkRow{"read-modify-write under flock", yes, checkRun{counter: "flock", clients: 8, hits: 10}},

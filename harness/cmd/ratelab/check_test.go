@@ -62,7 +62,7 @@ func TestCheckUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"-store", "sqlite"},
 		{"-store", "file", "-model", "fpm"},
-		{"-store", "file", "-fault", "stop"},
+		{"-store", "file", "-fault", "pause"},
 		{"-store", "file", "-fault", "move"},
 		{"-store", "redis", "-fault", "move", "-hits", "3"},
 		{"-store", "file", "-clients", "0"},

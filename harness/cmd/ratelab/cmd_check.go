@@ -26,6 +26,7 @@ type checkRun struct {
 	clients, hits int
 	workers       int
 	kills         int // processes killed mid-hit (-fault kill)
+	stops         int // processes stopped mid-hit, then continued (-fault stop)
 	// counter, if set, runs race_tests' counter (lock-free or flock) in
 	// processes hitting it directly, instead of store under model.
 	counter string
@@ -53,7 +54,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	alg := f.String("algorithm", "fixed", "fixed, sliding, log or gcra")
 	f.IntVar(&c.clients, "clients", 8, "clients sending at once (> 0)")
 	f.IntVar(&c.hits, "hits", 10, "requests each client sends, one after another (> 0)")
-	fault := f.String("fault", "none", "none; kill: two processes SIGKILL themselves in the middle of a hit; -store redis only: failover, the primary killed and its replica promoted; move, a cluster's slot moved to another node under the hits")
+	fault := f.String("fault", "none", "none; kill: two processes SIGKILL themselves in the middle of a hit; stop: two SIGSTOP themselves there, and are continued once the others have answered 8 hits (or after 300 ms); -store redis only: failover, the primary killed and its replica promoted; move, a cluster's slot moved to another node under the hits")
 	f.StringVar(&c.mistake, "mistake", "", "with -store mysql or postgres: "+databaselock.ReadThenWrite+" or "+databaselock.ResetFirst+", the database lesson's mistakes")
 	f.IntVar(&c.redisWait, "redis-wait", 0, "with -fault failover: replicas each hit waits for (0 or 1)")
 	f.StringVar(&c.counter, "counter", "", "lock-free or flock: race_tests' counter in processes that hit it directly, instead of -store")
@@ -89,8 +90,8 @@ func (c *checkRun) check(fault string) error {
 		return usagef("-clients and -hits must be positive")
 	case c.clients*c.hits > 100000:
 		return usagef("-clients × -hits %d is more than 100000 hits", c.clients*c.hits)
-	case fault != "none" && fault != "kill" && fault != "failover" && fault != "move":
-		return usagef("-fault %q: use none, kill, failover or move", fault)
+	case fault != "none" && fault != "kill" && fault != "stop" && fault != "failover" && fault != "move":
+		return usagef("-fault %q: use none, kill, stop, failover or move", fault)
 	case (fault == "failover" || fault == "move") && c.store != "redis":
 		return usagef("-fault %s needs -store redis", fault)
 	case fault == "move" && c.hits < 4:
@@ -108,7 +109,7 @@ func (c *checkRun) check(fault string) error {
 	case c.counter != "" && c.counter != "lock-free" && c.counter != "flock":
 		return usagef("-counter %q: use lock-free or flock", c.counter)
 	}
-	c.kills = map[string]int{"kill": 2}[fault]
+	c.kills, c.stops = map[string]int{"kill": 2}[fault], map[string]int{"stop": 2}[fault]
 	c.failover, c.move = fault == "failover", fault == "move"
 	if err := (ratelab.Rule{Name: "check", Limit: 1, Window: time.Hour, Algorithm: c.algorithm}).Validate(); err != nil {
 		return usagef("-algorithm %q: use fixed, sliding, log or gcra", c.algorithm)
@@ -176,7 +177,7 @@ func (c checkRun) underModel(stderr io.Writer) func(dir string) (linearizability
 		if c.kills > 0 {
 			cfg.Stderr = io.Discard // the killed processes' clients are told, and the front logs each
 		}
-		hist, _, err := harness.Record(context.Background(), cfg, harness.Recording{Clients: c.clients, Hits: c.hits, Kills: c.kills}, dir)
+		hist, _, err := harness.Record(context.Background(), cfg, harness.Recording{Clients: c.clients, Hits: c.hits, Kills: c.kills, Stops: c.stops}, dir)
 		return hist, err
 	}
 }
