@@ -40,7 +40,9 @@ func BenchmarkTakeRatios(b *testing.B) {
 	now := time.Now()
 	fns := []func() error{
 		func() error { return trivial.Run(ctx, rdb, []string{key}).Err() },
-		func() error { return fixedWindow.Run(ctx, rdb, []string{key, key + fixedResetSuffix}, fixedArgs(r, now)...).Err() },
+		func() error {
+			return fixedWindow.Run(ctx, rdb, []string{key, key + fixedResetSuffix}, fixedArgs(r, now)...).Err()
+		},
 		func() error { _, err := s.TakeAt(ctx, r, "k", now); return err },
 	}
 	spent := make([]time.Duration, len(fns))
