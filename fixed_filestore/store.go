@@ -107,14 +107,24 @@ func New(base string, opts Options) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if err := os.Mkdir(s.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("fixedfilestore: create state directory: %w", err)
-	}
-	if err := checkDir(s.dir); err != nil {
+	if err := s.openStateDir(); err != nil {
 		return nil, err
 	}
+	return s, nil
+}
+
+// openStateDir creates the state directory 0700 if it does not exist,
+// opens it, refusing a symlink, and makes it 0700 if it is looser.
+func (s *Store) openStateDir() error {
+	if err := os.Mkdir(s.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("fixedfilestore: create state directory: %w", err)
+	}
+	if err := checkDir(s.dir); err != nil {
+		return err
+	}
+	var err error
 	if s.dirfd, err = openDirectory(s.dir); err != nil {
-		return nil, fmt.Errorf("fixedfilestore: %w", err)
+		return fmt.Errorf("fixedfilestore: %w", err)
 	}
 	st, err := fstat(s.dirfd)
 	if err == nil {
@@ -122,9 +132,9 @@ func New(base string, opts Options) (*Store, error) {
 	}
 	if err != nil {
 		closeFD(s.dirfd)
-		return nil, fmt.Errorf("fixedfilestore: %w", err)
+		return fmt.Errorf("fixedfilestore: %w", err)
 	}
-	return s, nil
+	return nil
 }
 
 // Close releases the store's descriptor of its state directory. Hits after

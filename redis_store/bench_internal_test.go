@@ -16,23 +16,7 @@ import (
 // Take, against a private redis-server on loopback. Issue #23's target is
 // take/evalsha ≤ 1.2; `make bench-peers` judges it beside the peers.
 func BenchmarkTakeRatios(b *testing.B) {
-	if !redisserver.Available() {
-		b.Skip("redis-server not found: install it with " + redisserver.InstallHint)
-	}
-	srv, err := redisserver.Start()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Stop()
-	rdb, err := NewClient("redis://"+srv.Addr+"/0", time.Second)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rdb.Close()
-	s, err := New(rdb, Options{FailPolicy: ratelab.FailClosed})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, rdb := benchStore(b)
 	ctx := context.Background()
 	r := ratelab.Rule{Name: "bench", Limit: ratelab.MaxLimit, Window: time.Hour}
 	trivial := redis.NewScript("return 1")
@@ -45,16 +29,7 @@ func BenchmarkTakeRatios(b *testing.B) {
 		},
 		func() error { _, err := s.TakeAt(ctx, r, "k", now); return err },
 	}
-	spent := make([]time.Duration, len(fns))
-	for b.Loop() {
-		for i, f := range fns {
-			t := time.Now()
-			if err := f(); err != nil {
-				b.Fatal(err)
-			}
-			spent[i] += time.Since(t)
-		}
-	}
+	spent := turns(b, fns)
 	b.ReportMetric(float64(spent[0].Nanoseconds())/float64(b.N), "evalsha-ns/hit")
 	b.ReportMetric(float64(spent[1].Nanoseconds())/float64(b.N), "script-ns/hit")
 	b.ReportMetric(float64(spent[2].Nanoseconds())/float64(b.N), "take-ns/hit")
@@ -114,23 +89,7 @@ func BenchmarkWaitCost(b *testing.B) {
 // withDeadline's (the deadline alone). deadline-ns ≈ none-ns is why the
 // store uses withDeadline.
 func BenchmarkDeadline(b *testing.B) {
-	if !redisserver.Available() {
-		b.Skip("redis-server not found: install it with " + redisserver.InstallHint)
-	}
-	srv, err := redisserver.Start()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Stop()
-	rdb, err := NewClient("redis://"+srv.Addr+"/0", time.Second)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rdb.Close()
-	s, err := New(rdb, Options{FailPolicy: ratelab.FailClosed})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, _ := benchStore(b)
 	ctx := context.Background()
 	r := ratelab.Rule{Name: "bench", Limit: ratelab.MaxLimit, Window: time.Hour}
 	key := s.Key(r, "k")
@@ -149,6 +108,40 @@ func BenchmarkDeadline(b *testing.B) {
 			return err
 		},
 	}
+	spent := turns(b, fns)
+	for i, name := range []string{"none", "timer", "deadline"} {
+		b.ReportMetric(float64(spent[i].Nanoseconds())/float64(b.N), name+"-ns/hit")
+	}
+	b.ReportMetric(float64(spent[1])/float64(spent[0]), "timer/none")
+	b.ReportMetric(float64(spent[2])/float64(spent[0]), "deadline/none")
+}
+
+// benchStore is a store on a private redis-server of its own, and its
+// client; both end with b.
+func benchStore(b *testing.B) (*Store, redis.UniversalClient) {
+	if !redisserver.Available() {
+		b.Skip("redis-server not found: install it with " + redisserver.InstallHint)
+	}
+	srv, err := redisserver.Start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(srv.Stop)
+	rdb, err := NewClient("redis://"+srv.Addr+"/0", time.Second)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { rdb.Close() })
+	s, err := New(rdb, Options{FailPolicy: ratelab.FailClosed})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, rdb
+}
+
+// turns runs fns in turns, once each per iteration of b's loop, and
+// returns the time each spent.
+func turns(b *testing.B, fns []func() error) []time.Duration {
 	spent := make([]time.Duration, len(fns))
 	for b.Loop() {
 		for i, f := range fns {
@@ -159,9 +152,5 @@ func BenchmarkDeadline(b *testing.B) {
 			spent[i] += time.Since(t)
 		}
 	}
-	for i, name := range []string{"none", "timer", "deadline"} {
-		b.ReportMetric(float64(spent[i].Nanoseconds())/float64(b.N), name+"-ns/hit")
-	}
-	b.ReportMetric(float64(spent[1])/float64(spent[0]), "timer/none")
-	b.ReportMetric(float64(spent[2])/float64(spent[0]), "deadline/none")
+	return spent
 }
