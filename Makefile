@@ -114,6 +114,7 @@ figures: bin/ratelab
 	bin/ratelab race -figures docs/figures
 	bin/ratelab redis -svg docs/figures/redis-failover.svg
 	bin/ratelab check -store memory -model pool -clients 1 -hits 8 -svg docs/figures/linearizability-pool.svg; test $$? -eq 1
+	bin/ratelab check -store redis -fault failover -clients 1 -svg docs/figures/linearizability-failover.svg; test $$? -eq 1
 
 ## serve-broken / serve-fixed: a server to curl in a workshop (Ctrl-C stops it)
 serve-broken: bin/ratelab

@@ -151,3 +151,27 @@ type fakeStore struct{ remaining int64 }
 func (f fakeStore) TakeAt(_ context.Context, r ratelab.Rule, _ string, _ time.Time) (ratelab.Decision, error) {
 	return ratelab.Decision{Rule: r, Allowed: true, Remaining: f.remaining}, nil
 }
+
+// A long history is drawn with its first two hits, the four before the
+// red one and the one after, and its last; a short one whole.
+func TestRowsShown(t *testing.T) {
+	for _, tt := range []struct {
+		n, bad int
+		want   []int
+	}{
+		{8, 1, []int{0, 1, 2, 3, 4, 5, 6, 7}},
+		{62, 31, []int{0, 1, 27, 28, 29, 30, 31, 32, 61}},
+		{20, -1, []int{0, 1, 19}},
+		{20, 2, []int{0, 1, 2, 3, 19}},
+	} {
+		var got []int
+		for i, s := range rowsShown(tt.n, tt.bad) {
+			if s {
+				got = append(got, i)
+			}
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("rowsShown(%d, %d) = %v, want %v", tt.n, tt.bad, got, tt.want)
+		}
+	}
+}

@@ -6,6 +6,7 @@
 package seqchart
 
 import (
+	"cmp"
 	"fmt"
 	"html"
 	"io"
@@ -13,11 +14,14 @@ import (
 )
 
 // Step is one thing an actor did or saw. Bad marks a step where the
-// damage shows (drawn in red).
+// damage shows (drawn in red). A Gap step stands for steps left out: its
+// Text is drawn in grey across the lanes, with no box and no number.
 type Step struct {
 	Lane int
 	Text string
 	Bad  bool
+	Gap  bool
+	Num  int // the number drawn at the row's left; 0 means its position
 }
 
 // Chart is a titled diagram with its lanes, steps and a closing line.
@@ -60,13 +64,17 @@ func Write(w io.Writer, c Chart) error {
 	}
 	for i, s := range c.Steps {
 		y := top + i*rowH
+		if s.Gap {
+			fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#888" font-style="italic">%s</text>`+"\n", left+12, y+boxH/2+4, esc(s.Text))
+			continue
+		}
 		x := center(s.Lane)
 		bw := min(textW(s.Text, charW)+2*padding, laneW-8)
 		stroke, fill, color := "#555", "#ffffff", "black"
 		if s.Bad {
 			stroke, fill, color = "#c00", "#fde8e8", "#900"
 		}
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end" fill="#888">%d</text>`+"\n", left-8, y+boxH/2+4, i+1)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end" fill="#888">%d</text>`+"\n", left-8, y+boxH/2+4, cmp.Or(s.Num, i+1))
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" rx="5" fill="%s" stroke="%s"/>`+"\n", x-bw/2, y, bw, boxH, fill, stroke)
 		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" fill="%s">%s</text>`+"\n", x, y+boxH/2+4, color, esc(s.Text))
 	}

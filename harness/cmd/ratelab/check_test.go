@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ratelab/ratelab/internal/lab/redisserver"
 )
 
 // TestCheckClaims runs the table of claims: every row's verdict is the
@@ -77,25 +79,44 @@ func TestCheckUsage(t *testing.T) {
 	}
 }
 
-// TestCheckFigure draws the chapter's figure again: the memory store under
-// a pool, one client, one hit at a time, is the same history on every run.
-func TestCheckFigure(t *testing.T) {
-	svg := filepath.Join(t.TempDir(), "pool.svg")
-	if code, out, errb := cli("check", "-store", "memory", "-model", "pool", "-clients", "1", "-hits", "8", "-svg", svg); code != exitFailure {
-		t.Fatalf("exit %d, want 1 (not linearizable)\n%s%s", code, out, errb)
-	}
-	got, err := os.ReadFile(svg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "figures", "linearizability-pool.svg"))
-	if err != nil {
-		t.Fatal(err, ": run make figures")
-	}
-	if !bytes.Equal(got, want) {
-		t.Error("docs/figures/linearizability-pool.svg is stale: run make figures")
-	}
-	if !bytes.Contains(got, []byte("hit 2: allowed, 3 left")) || !bytes.Contains(got, []byte("not linearizable")) {
-		t.Errorf("the figure does not show hit 2 told 3 left, not linearizable:\n%s", got)
+// TestCheckFigures draws the chapter's figures again: the memory store
+// under a pool, one client, one hit at a time, and one client across the
+// Redis failover are the same histories on every run.
+func TestCheckFigures(t *testing.T) {
+	for _, tt := range []struct {
+		file string
+		args []string
+		want []string
+	}{
+		{"linearizability-pool.svg", []string{"-store", "memory", "-model", "pool", "-clients", "1", "-hits", "8"},
+			[]string{"hit 2: allowed, 3 left", "not linearizable"}},
+		{"linearizability-failover.svg", []string{"-store", "redis", "-fault", "failover", "-clients", "1"},
+			[]string{"hit 31: refused", "hit 32: allowed, 29 left", "hits 34 to 61 left out", "not linearizable"}},
+	} {
+		t.Run(tt.file, func(t *testing.T) {
+			if tt.args[1] == "redis" && !redisserver.Available() {
+				t.Skip("redis-server not found: install it with " + redisserver.InstallHint)
+			}
+			svg := filepath.Join(t.TempDir(), tt.file)
+			if code, out, errb := cli(append(append([]string{"check"}, tt.args...), "-svg", svg)...); code != exitFailure {
+				t.Fatalf("exit %d, want 1 (not linearizable)\n%s%s", code, out, errb)
+			}
+			got, err := os.ReadFile(svg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "figures", tt.file))
+			if err != nil {
+				t.Fatal(err, ": run make figures")
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("docs/figures/%s is stale: run make figures", tt.file)
+			}
+			for _, w := range tt.want {
+				if !bytes.Contains(got, []byte(w)) {
+					t.Errorf("the figure does not show %q:\n%s", w, got)
+				}
+			}
+		})
 	}
 }

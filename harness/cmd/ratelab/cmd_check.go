@@ -208,15 +208,19 @@ func (c checkRun) lesson() func(dir string) (linearizability.History, error) {
 			return beyondonehost.ClusterMoveHistory(context.Background(), c.clients, c.hits, dir)
 		}
 	case c.failover:
-		mode := beyondonehost.Asynchronous
-		if c.redisWait > 0 {
-			mode = beyondonehost.WaitForReplica
-		}
 		return func(dir string) (linearizability.History, error) {
-			return beyondonehost.FailoverHistory(context.Background(), mode, dir)
+			return beyondonehost.FailoverHistory(context.Background(), c.failoverMode(), dir)
 		}
 	}
 	return nil
+}
+
+// failoverMode is the failover lesson's mode -redis-wait asks for.
+func (c checkRun) failoverMode() beyondonehost.FailoverMode {
+	if c.redisWait > 0 {
+		return beyondonehost.WaitForReplica
+	}
+	return beyondonehost.Asynchronous
 }
 
 // privateServer starts the private server the store of app needs, if
@@ -254,6 +258,9 @@ func (c checkRun) privateServer(app *harness.App) (stop func(), err error) {
 func writeSVG(name string, hist linearizability.History, c checkRun) error {
 	var b bytes.Buffer
 	title := fmt.Sprintf("The %s store under %s: %d hits from one client, one at a time", c.store, c.model, c.hits)
+	if c.failover {
+		title = fmt.Sprintf("One client's %d hits on Redis, one at a time, across a failover (%s)", len(hist.Ops), c.failoverMode())
+	}
 	if err := linearizability.WriteSVG(&b, hist, title); err != nil {
 		return err
 	}
