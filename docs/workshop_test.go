@@ -127,14 +127,15 @@ func TestBeatTheWindow(t *testing.T) {
 	}
 
 	// Coming back at each retry_after: the sliding counter lets two more
-	// through before 01:59:59, the sliding log one.
+	// through before 01:59:59, the sliding log one, a millisecond after
+	// 01:00:00 (the instants compared to the millisecond).
 	for _, tc := range []struct {
 		alg        ratelab.Algorithm
 		firstRetry time.Duration
 		want       []string
 	}{
 		{ratelab.SlidingCounter, 24 * time.Minute, []string{"01:24:00", "01:48:00"}},
-		{ratelab.SlidingLog, 0, []string{"01:00:00"}},
+		{ratelab.SlidingLog, time.Millisecond, []string{"01:00:00.001"}},
 	} {
 		s, err := fixedfilestore.New(t.TempDir(), fixedfilestore.Options{})
 		require.NoError(t, err)
@@ -146,7 +147,7 @@ func TestBeatTheWindow(t *testing.T) {
 			d, err := s.TakeAt(context.Background(), r, "ip:203.0.113.7", now)
 			require.NoError(t, err)
 			if d.Allowed {
-				through = append(through, now.Format("15:04:05"))
+				through = append(through, strings.TrimSuffix(now.Format("15:04:05.000"), ".000"))
 				continue
 			}
 			retries = append(retries, d.RetryAfter)
@@ -206,4 +207,13 @@ func TestTheCheckerCatchesAForgetfulStore(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 80, strings.Count(string(html), "allowed, 39 left"), "every hit told allowed, 39 left")
 	assert.NotContains(t, string(html), "allowed, 38 left")
+
+	draw := exec.Command("bin/ratelab", strings.Fields("check -store file -model single -clients 1 -hits 4 -svg tmp/ex5.svg")...)
+	draw.Dir = clone
+	_ = draw.Run() // exit 1: not linearizable, as above
+	svg, err := os.ReadFile(filepath.Join(clone, "tmp", "ex5.svg"))
+	require.NoError(t, err)
+	assert.Contains(t, text, "`ratelab check -store file -model single -clients 1 -hits 4 -svg tmp/ex5.svg`")
+	assert.Equal(t, 4, strings.Count(string(svg), "allowed, 1 left"), "the drawing: each of four told allowed, 1 left")
+	assert.Contains(t, string(svg), `fill="#900">hit 2: allowed, 1 left`, "hit 2 in red")
 }
