@@ -85,8 +85,8 @@ func (s *Store) reopenDir(old int) error {
 // directory, 0600 for a file) when its mode lets anyone else in, and
 // logs the change. On a shared host another account that can write the
 // directory could plant a state of its choosing; one that can read it
-// learns which keys were hit, and when. What the user does not own it
-// cannot chmod, and leaves as it is (CheckWritable judges it).
+// learns which keys were hit, and when. Another account's directory or
+// file is refused before (owned, checkHeld), or not writable here.
 func (s *Store) tighten(fd int, st fileStat, want uint32, path string) error {
 	if st.perm&0o077 == 0 || !st.mine {
 		return nil
@@ -97,6 +97,18 @@ func (s *Store) tighten(fd int, st fileStat, want uint32, path string) error {
 	s.log.Warn("fixedfilestore: mode tightened: nobody else may read or write rate-limit state",
 		"path", path, "was", fmt.Sprintf("%#o", st.perm), "now", fmt.Sprintf("%#o", want))
 	return nil
+}
+
+// owned reports an error if the directory statted as st, at path, is
+// another account's that this process could write, and so could others:
+// root can write any, and anyone a directory open to its group or to all.
+// (Another account's directory this process cannot write, CheckWritable
+// reports.)
+func (s *Store) owned(st fileStat, path string) error {
+	if st.mine || os.Geteuid() != 0 && st.perm&0o022 == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s belongs to uid %d, not to this process's (uid %d): another account could plant or change its state; chown it, or use a directory of your own", path, st.uid, os.Geteuid())
 }
 
 // names lists the state directory through its descriptor.

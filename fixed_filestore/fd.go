@@ -37,6 +37,7 @@ type fileStat struct {
 	mtime   time.Time
 	perm    uint32 // the permission bits
 	mine    bool   // owned by this process's effective user
+	uid     uint32 // the owner
 }
 
 var (

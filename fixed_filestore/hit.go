@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"log/slog"
 	"strconv"
 	"time"
@@ -143,7 +144,8 @@ func (s *Store) open(name string) (int, error) {
 }
 
 // checkHeld runs under the lock: the file must be a regular file with
-// exactly one name, and nobody else's to read or write (tighten). None: a sweep unlinked it while this hit waited for
+// exactly one name, this process's user's, and nobody else's to read or
+// write (tighten). None: a sweep unlinked it while this hit waited for
 // the lock, so errReplaced starts the hit over on the live file. More
 // than one: a hard link to a file elsewhere, never to be written through.
 // One fstat answers both, where comparing with an lstat of the path would
@@ -157,6 +159,8 @@ func (s *Store) checkHeld(fd int, name string) error {
 		return errReplaced
 	case held.nlink > 1:
 		return fmt.Errorf("%s has %d hard links: refusing to write through a link", s.pathOf(name), held.nlink)
+	case !held.mine:
+		return fmt.Errorf("%s belongs to uid %d, not to this process's (uid %d): refusing a state another account wrote", s.pathOf(name), held.uid, os.Geteuid())
 	}
 	return s.tighten(fd, held, 0o600, s.pathOf(name))
 }

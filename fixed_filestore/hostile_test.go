@@ -167,3 +167,30 @@ func TestLooseModesAreTightened(t *testing.T) {
 	assert.Equal(t, os.FileMode(0o600), mode(path), "the state file")
 	assert.Contains(t, log.String(), "was=0666 now=0600")
 }
+
+// The attacker's second finding: a state file or directory another
+// account owns was used, and a planted count of 0 reopened a key at its
+// limit. A state file of another account is refused under the lock (the
+// fail policy decides); another account's state directory is refused
+// when this process could write to it — root can write any.
+func TestAnotherAccountsStateIsRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to give files to another account")
+	}
+	const other = 65534 // nobody
+	base := t.TempDir()
+	s, err := fixedfilestore.New(base, fixedfilestore.Options{FailPolicy: ratelab.FailClosed})
+	require.NoError(t, err)
+	_, err = s.TakeAt(context.Background(), rule, storetest.Key, time.Now())
+	require.NoError(t, err)
+	require.NoError(t, os.Chown(s.Path(rule, storetest.Key), other, other))
+	_, err = s.TakeAt(context.Background(), rule, storetest.Key, time.Now())
+	require.ErrorIs(t, err, ratelab.ErrUnavailable, "fail-closed")
+	assert.Contains(t, err.Error(), "belongs to uid 65534")
+	s.Close()
+
+	require.NoError(t, os.Chown(filepath.Join(base, fixedfilestore.DirName), other, other))
+	_, err = fixedfilestore.New(base, fixedfilestore.Options{})
+	require.Error(t, err, "root over another account's directory")
+	assert.Contains(t, err.Error(), "belongs to uid 65534")
+}

@@ -114,7 +114,8 @@ func New(base string, opts Options) (*Store, error) {
 }
 
 // openStateDir creates the state directory 0700 if it does not exist,
-// opens it, refusing a symlink, and makes it 0700 if it is looser.
+// opens it, refusing a symlink or another account's directory (owned),
+// and makes it 0700 if it is looser.
 func (s *Store) openStateDir() error {
 	if err := os.Mkdir(s.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("fixedfilestore: create state directory: %w", err)
@@ -127,6 +128,9 @@ func (s *Store) openStateDir() error {
 		return fmt.Errorf("fixedfilestore: %w", err)
 	}
 	st, err := fstat(s.dirfd)
+	if err == nil {
+		err = s.owned(st, s.dir)
+	}
 	if err == nil {
 		err = s.tighten(s.dirfd, st, 0o700, s.dir)
 	}

@@ -244,6 +244,26 @@ func withPID(h http.Handler) http.Handler {
 // serveChild is a long-lived worker: it serves the app on a loopback port,
 // prints its ready line, serves until its stdin closes (the parent is done
 // with it, or died), then prints its result line.
+// listenFD names the descriptor of the listening socket a worker's front
+// made for it and keeps (see seat), in the worker's environment.
+const listenFD = "RATELAB_LISTEN_FD"
+
+// listen returns the socket the front passed, or a new one on a free
+// loopback port for a worker started without one.
+func listen() (net.Listener, error) {
+	v := os.Getenv(listenFD)
+	if v == "" {
+		return net.Listen("tcp", "127.0.0.1:0")
+	}
+	fd, err := strconv.Atoi(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s=%q: %w", listenFD, v, err)
+	}
+	f := os.NewFile(uintptr(fd), "listener")
+	defer f.Close() // FileListener holds a duplicate
+	return net.FileListener(f)
+}
+
 func serveChild(stdin io.Reader, stdout io.Writer) error {
 	app, err := appFromEnv()
 	if err != nil {
@@ -266,7 +286,7 @@ func serveChild(stdin io.Reader, stdout io.Writer) error {
 			throttled.Add(1)
 		}
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := listen()
 	if err != nil {
 		return err
 	}

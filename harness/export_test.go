@@ -20,9 +20,9 @@ type WorkerInfo struct {
 // Workers returns the pool's current workers, in the front's order.
 func (h *Host) Workers() []WorkerInfo {
 	var out []WorkerInfo
-	for i := range h.pool.slots {
-		w := h.pool.slots[i].Load()
-		out = append(out, WorkerInfo{w.proc.Cmd.Process.Pid, w.url.Host, w.token})
+	for i := range h.pool.seats {
+		w := h.pool.seats[i].Load()
+		out = append(out, WorkerInfo{w.proc.Cmd.Process.Pid, w.seat.url.Host, w.seat.token})
 	}
 	return out
 }

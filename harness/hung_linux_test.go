@@ -14,17 +14,22 @@ import (
 
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/poll"
+	"github.com/ratelab/ratelab/internal/syncbuf"
 )
 
 // A worker that hangs (SIGSTOP) holds none of the pool's clients longer
-// than the front's Worker timeout: they are answered 502, and the other
-// worker goes on answering.
-func TestFrontGivesUpOnAHungWorker(t *testing.T) {
+// than the front's Worker timeout: the request it left unanswered is
+// answered 502 by the front, which kills the worker, as PHP-FPM's
+// request_terminate_timeout does; another worker takes its seat, and
+// every request after is answered.
+func TestFrontKillsAHungWorker(t *testing.T) {
 	to := harness.DefaultTimeouts()
 	to.Worker = 300 * time.Millisecond
-	h, err := harness.Start(harness.Config{Model: harness.Pool, Workers: 2, App: app(t, "memory"), Timeouts: to, Stderr: new(strings.Builder)})
+	var log syncbuf.Buffer
+	h, err := harness.Start(harness.Config{Model: harness.Pool, Workers: 2, App: app(t, "memory"), Timeouts: to, Stderr: &log})
 	require.NoError(t, err)
-	p, err := os.FindProcess(h.Pids()[0])
+	hung := h.Pids()[0]
+	p, err := os.FindProcess(hung)
 	require.NoError(t, err)
 	require.NoError(t, p.Signal(syscall.SIGSTOP))
 	t.Cleanup(func() { p.Signal(syscall.SIGCONT); h.Close() })
@@ -36,14 +41,25 @@ func TestFrontGivesUpOnAHungWorker(t *testing.T) {
 		}
 		return err
 	}))
-	codes := map[int]int{}
 	start := time.Now()
+	resp, err := http.Post(h.URL, "", nil) // the first request goes to the first seat
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusBadGateway, resp.StatusCode, "the hung worker's request, answered by the front")
+	assert.Less(t, time.Since(start), 8*time.Second, "ended near the 300 ms bound, not never")
+	require.NoError(t, poll.Until(20*time.Second, 5*time.Millisecond, func() error {
+		if h.Pids()[0] == hung {
+			return fmt.Errorf("the hung worker %d still holds its seat", hung)
+		}
+		return nil
+	}))
+	assert.Contains(t, log.String(), fmt.Sprintf("worker pid %d gave no answer within 300ms: killed", hung))
+	codes := map[int]int{}
 	for range 4 {
 		resp, err := http.Post(h.URL, "", nil)
 		require.NoError(t, err)
 		resp.Body.Close()
 		codes[resp.StatusCode]++
 	}
-	assert.Equal(t, map[int]int{200: 2, 502: 2}, codes, "round robin: two to the hung worker, answered by the front")
-	assert.Less(t, time.Since(start), 8*time.Second, "each request to the hung worker ends near the 300 ms bound, not never")
+	assert.Equal(t, map[int]int{200: 4}, codes, "both seats answer again")
 }

@@ -1,10 +1,12 @@
 package harness_test
 
 import (
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,17 +15,20 @@ import (
 
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/poll"
+	"github.com/ratelab/ratelab/internal/syncbuf"
 )
 
 // The attacker's finding: a pool worker killed with SIGKILL was never
 // replaced. The front went on sending it every other request (502s), to a
 // port any local process could then listen on and be sent the front's
 // token — one token for every worker, with which it could send hits to
-// the live workers as any client it liked. Now the front starts a worker
-// in the dead one's place, sends nothing more to the dead one's port,
-// and each worker has a token of its own: the dead one's opens no other.
-func TestADeadWorkerIsReplacedAndItsTokenOpensNothing(t *testing.T) {
-	h, err := harness.Start(harness.Config{Model: harness.Pool, Workers: 2, App: app(t, "file"), Stderr: io.Discard})
+// the live workers as any client it liked. Now each worker serves a
+// socket the front made and keeps (its seat), with a token of its own: a
+// dead worker's port never comes free, another worker takes its seat,
+// and the seat's token vouches at no other.
+func TestADeadWorkersSeatIsRefilledAndNobodyCanTakeIt(t *testing.T) {
+	var log syncbuf.Buffer
+	h, err := harness.Start(harness.Config{Model: harness.Pool, Workers: 2, App: app(t, "file"), Stderr: &log})
 	require.NoError(t, err)
 	closed := false
 	t.Cleanup(func() {
@@ -32,46 +37,57 @@ func TestADeadWorkerIsReplacedAndItsTokenOpensNothing(t *testing.T) {
 		}
 	})
 	before := h.Workers()
-	require.NotEqual(t, before[0].Token, before[1].Token, "a token per worker")
+	require.NotEqual(t, before[0].Token, before[1].Token, "a token per seat")
 	p, err := os.FindProcess(before[0].Pid)
 	require.NoError(t, err)
 	require.NoError(t, p.Kill())
-	require.NoError(t, poll.Until(20*time.Second, 5*time.Millisecond, func() error {
-		if h.Workers()[0].Pid == before[0].Pid {
-			return assert.AnError
-		}
-		return nil
-	}), "a worker takes the dead one's place")
-	after := h.Workers()
-	assert.NotEqual(t, before[0].Token, after[0].Token, "the new worker's token is new")
+	// Nobody can take the dead worker's port: the front holds it.
+	_, err = net.Listen("tcp", before[0].Addr)
+	require.Error(t, err, "listening on the dead worker's port")
+	require.True(t, errors.Is(err, syscall.EADDRINUSE), "%v", err)
 
-	// Whoever listens on the dead worker's port now gets nothing.
-	squatter, err := net.Listen("tcp", before[0].Addr)
-	if err == nil {
-		defer squatter.Close()
-	}
 	codes := map[int]int{}
 	for range 6 {
 		codes[post(t, http.DefaultClient, h.URL)]++
 	}
-	assert.Equal(t, map[int]int{200: 6}, codes, "every request answered by a live worker")
-	if squatter != nil {
-		squatter.(*net.TCPListener).SetDeadline(time.Now())
-		_, err := squatter.Accept()
-		assert.Error(t, err, "the front connected to the dead worker's port")
-	}
+	assert.Equal(t, map[int]int{200: 6}, codes, "every request answered, those sent to the seat meanwhile by the worker that took it")
+	require.NoError(t, poll.Until(20*time.Second, 5*time.Millisecond, func() error {
+		if h.Workers()[0].Pid == before[0].Pid {
+			return errors.New("the seat's worker is the dead one")
+		}
+		return nil
+	}))
+	after := h.Workers()
+	assert.Equal(t, before[0].Addr, after[0].Addr, "the same seat: the same socket")
 
-	// The dead worker's token does not vouch at a live one: the hit is
-	// keyed on the address it came from, as any client's.
+	// One seat's token does not vouch at another: the hit is keyed on the
+	// address it came from, as any client's.
 	for range 30 { // the limit of app's rule
 		post(t, http.DefaultClient, h.URL)
 	}
-	live := "http://" + after[1].Addr + "/demo"
-	assert.Equal(t, http.StatusTooManyRequests, post(t, clientFrom("127.0.0.1"), live,
-		harness.HeaderFrontToken, before[0].Token, harness.HeaderClient, "198.51.100.1"), "a stale token names no client")
+	other := "http://" + after[1].Addr + "/demo"
+	assert.Equal(t, http.StatusTooManyRequests, post(t, clientFrom("127.0.0.1"), other,
+		harness.HeaderFrontToken, before[0].Token, harness.HeaderClient, "198.51.100.1"), "another seat's token names no client")
 
 	closed = true
 	err = h.Close()
 	require.Error(t, err, "a death mid-run is reported when the host stops")
-	assert.Contains(t, err.Error(), "died")
+	assert.Contains(t, err.Error(), "took its seat")
+	assert.Contains(t, log.String(), "took its seat", "and logged when it happened")
+}
+
+// Under the single model, the one worker's death costs its clients no
+// error: their requests wait in the seat's backlog for the next worker.
+func TestSingleWorkersDeathLosesNoRequest(t *testing.T) {
+	h, err := harness.Start(harness.Config{Model: harness.Single, App: app(t, "file"), Stderr: io.Discard})
+	require.NoError(t, err)
+	p, err := os.FindProcess(h.Pids()[0])
+	require.NoError(t, err)
+	require.NoError(t, p.Kill())
+	codes := map[int]int{}
+	for range 5 {
+		codes[post(t, http.DefaultClient, h.URL)]++
+	}
+	assert.Equal(t, map[int]int{200: 5}, codes)
+	assert.Error(t, h.Close(), "the death reported")
 }

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -49,6 +50,7 @@ func startTwoHosts(cfg Config) ([]*worker, error) {
 		if err != nil {
 			for _, w := range hosts[0] {
 				w.stop()
+				w.seat.close()
 			}
 			return nil, err
 		}
@@ -61,27 +63,68 @@ func startTwoHosts(cfg Config) ([]*worker, error) {
 	return all, nil
 }
 
-// worker is one long-lived child process.
-type worker struct {
-	proc  *childproc.Proc
+// seat is a place in the pool: the listening socket the front made for
+// it, which every worker in the seat serves in turn and the front keeps
+// open, so that the port never comes free for another process to take
+// while a dead worker is replaced (connections made meanwhile wait in
+// its backlog for the next); the token the front vouches with there,
+// known to no other seat; and what starts a worker.
+type seat struct {
+	ln    *net.TCPListener
+	file  *os.File // ln's descriptor, for the workers
 	url   *url.URL
-	token string // the worker's own front token
-	cfg   Config // what started it, and starts its replacement
-	dead  atomic.Bool
+	token string
+	cfg   Config
+}
+
+// newSeat makes a seat for a worker started with cfg.
+func newSeat(cfg Config) (*seat, error) {
+	token, err := newFrontToken()
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return nil, fmt.Errorf("harness: listen for a worker: %w", err)
+	}
+	f, err := ln.File()
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("harness: listen for a worker: %w", err)
+	}
+	return &seat{ln: ln, file: f, url: &url.URL{Scheme: "http", Host: ln.Addr().String()}, token: token, cfg: cfg}, nil
+}
+
+// close closes the seat's socket; its port is free again.
+func (s *seat) close() { s.file.Close(); s.ln.Close() }
+
+// worker is one long-lived child process, in its seat.
+type worker struct {
+	proc *childproc.Proc
+	seat *seat
+	// exited is set once the worker's watcher saw it exit, and reaps it;
+	// vacated, once no worker will take its seat after it.
+	exited, vacated atomic.Bool
 }
 
 func (w *worker) pid() int { return w.proc.Cmd.Process.Pid }
 
-// startWorkers re-executes the binary n times as HTTP workers, at most
-// four starting at once, and waits for each one's ready line.
+// startWorkers re-executes the binary n times as HTTP workers, each in a
+// seat of its own, at most four starting at once, and waits for each
+// one's ready line.
 func startWorkers(cfg Config, n int) ([]*worker, error) {
 	ws := make([]*worker, n)
 	var g errgroup.Group
 	g.SetLimit(4)
 	for i := range ws {
 		g.Go(func() error {
-			w, err := startWorker(cfg)
-			ws[i] = w
+			s, err := newSeat(cfg)
+			if err != nil {
+				return err
+			}
+			if ws[i], err = startWorker(s); err != nil {
+				s.close()
+			}
 			return err
 		})
 	}
@@ -89,6 +132,7 @@ func startWorkers(cfg Config, n int) ([]*worker, error) {
 		for _, w := range ws {
 			if w != nil {
 				w.stop()
+				w.seat.close()
 			}
 		}
 		return nil, err
@@ -96,15 +140,12 @@ func startWorkers(cfg Config, n int) ([]*worker, error) {
 	return ws, nil
 }
 
-// startWorker starts one worker, with a front token of its own.
-func startWorker(cfg Config) (*worker, error) {
-	token, err := newFrontToken()
-	if err != nil {
-		return nil, err
-	}
-	app := cfg.App
-	app.FrontToken = token
-	p, err := childproc.StartExe("worker", cfg.Exe, roleServer, cfg.Stderr, app.env()...)
+// startWorker starts a worker in seat s: it serves the seat's socket,
+// which it finds at descriptor 3, and believes the seat's token.
+func startWorker(s *seat) (*worker, error) {
+	cfg, app := s.cfg, s.cfg.App
+	app.FrontToken = s.token
+	p, err := childproc.StartExeFiles("worker", cfg.Exe, roleServer, cfg.Stderr, []*os.File{s.file}, append(app.env(), listenFD+"=3")...)
 	if err != nil {
 		return nil, fmt.Errorf("harness: start worker %s: %w", cfg.Exe, err)
 	}
@@ -115,11 +156,11 @@ func startWorker(cfg Config) (*worker, error) {
 	}
 	var addr string
 	var pid int
-	if _, err := fmt.Sscanf(rest, "addr=%s pid=%d", &addr, &pid); err != nil {
+	if _, err := fmt.Sscanf(rest, "addr=%s pid=%d", &addr, &pid); err != nil || addr != s.url.Host {
 		p.Kill()
-		return nil, fmt.Errorf("harness: worker's ready line %q: %w", rest, err)
+		return nil, fmt.Errorf("harness: worker's ready line %q, in the seat at %s: %v", rest, s.url.Host, err)
 	}
-	return &worker{proc: p, url: &url.URL{Scheme: "http", Host: addr}, token: token, cfg: cfg}, nil
+	return &worker{proc: p, seat: s}, nil
 }
 
 // stop closes the worker's stdin, which tells it to finish, reads its

@@ -47,7 +47,14 @@ func Start(name, role string, env ...string) (*Proc, error) {
 // StartExe is Start for another binary, whose stderr is also copied to
 // stderrTee if it is not nil.
 func StartExe(name, exe, role string, stderrTee io.Writer, env ...string) (*Proc, error) {
+	return StartExeFiles(name, exe, role, stderrTee, nil, env...)
+}
+
+// StartExeFiles is StartExe with files open in the child from descriptor
+// 3 on (exec.Cmd's ExtraFiles).
+func StartExeFiles(name, exe, role string, stderrTee io.Writer, files []*os.File, env ...string) (*Proc, error) {
 	cmd := exec.Command(exe)
+	cmd.ExtraFiles = files
 	cmd.Env = append(append(os.Environ(), Env(role)...), env...)
 	p := &Proc{Cmd: cmd, name: name, lines: make(chan string, 64), stderr: &syncbuf.Buffer{Tee: stderrTee, Limit: 64 << 10}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
