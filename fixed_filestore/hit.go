@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"log/slog"
+	"os"
 	"strconv"
 	"time"
 
