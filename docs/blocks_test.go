@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -227,6 +228,21 @@ func TestServeLoopShowsEachPid(t *testing.T) {
 // againstServe runs script against ratelab serve under CGI with store, as
 // make serve-broken and serve-fixed start it but on a free port, and
 // returns what the script printed.
+// interrupt stops a server as the reader's Ctrl-C does, so that it
+// removes the scratch directory it made; one that has not stopped after
+// 20 s is killed.
+func interrupt(srv *exec.Cmd) {
+	srv.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { srv.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		srv.Process.Kill()
+		<-done
+	}
+}
+
 func againstServe(t *testing.T, ratelab, store, script string) string {
 	t.Helper()
 	srv := exec.Command(ratelab, "serve", "-model", "cgi", "-store", store, "-addr", "127.0.0.1:0")
@@ -234,7 +250,7 @@ func againstServe(t *testing.T, ratelab, store, script string) string {
 	stdout, err := srv.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, srv.Start())
-	defer func() { srv.Process.Kill(); srv.Wait() }()
+	defer interrupt(srv)
 	sc := bufio.NewScanner(stdout)
 	require.True(t, sc.Scan(), "the server printed no URL")
 	url := strings.TrimSuffix(strings.TrimSpace(sc.Text()), "/demo")
