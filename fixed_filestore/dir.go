@@ -61,7 +61,8 @@ func (s *Store) openAt(name string, mode openMode) (int, error) {
 }
 
 // reopenDir replaces the directory descriptor old, whose directory is
-// gone, by a fresh one, creating the directory 0700.
+// gone, by a fresh one, creating the directory 0700 — and judging the
+// directory it finds as New does: someone else may have made it.
 func (s *Store) reopenDir(old int) error {
 	s.dirMu.Lock()
 	defer s.dirMu.Unlock()
@@ -73,6 +74,10 @@ func (s *Store) reopenDir(old int) error {
 	}
 	fd, err := openDirectory(s.dir)
 	if err != nil {
+		return err
+	}
+	if err := s.judgeDir(fd); err != nil {
+		closeFD(fd)
 		return err
 	}
 	closeFD(old)
@@ -97,6 +102,19 @@ func (s *Store) tighten(fd int, st fileStat, want uint32, path string) error {
 	s.log.Warn("fixedfilestore: mode tightened: nobody else may read or write rate-limit state",
 		"path", path, "was", fmt.Sprintf("%#o", st.perm), "now", fmt.Sprintf("%#o", want))
 	return nil
+}
+
+// judgeDir refuses the state directory open at fd if it is another
+// account's (owned), and makes it 0700 if it is looser (tighten).
+func (s *Store) judgeDir(fd int) error {
+	st, err := fstat(fd)
+	if err == nil {
+		err = s.owned(st, s.dir)
+	}
+	if err == nil {
+		err = s.tighten(fd, st, 0o700, s.dir)
+	}
+	return err
 }
 
 // owned reports an error if the directory statted as st, at path, is

@@ -194,3 +194,29 @@ func TestAnotherAccountsStateIsRefused(t *testing.T) {
 	require.Error(t, err, "root over another account's directory")
 	assert.Contains(t, err.Error(), "belongs to uid 65534")
 }
+
+// The attacker's third finding: the state directory removed while the
+// store runs, and made again by another account, 0777, was used as it
+// was: hits went on in it, and that account could reset any key. The
+// store judges the directory it reopens as it judges the one it opens.
+func TestARecreatedStateDirectoryIsJudgedAgain(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to give the directory to another account")
+	}
+	base := t.TempDir()
+	s, err := fixedfilestore.New(base, fixedfilestore.Options{FailPolicy: ratelab.FailClosed})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	_, err = s.TakeAt(context.Background(), rule, storetest.Key, time.Now())
+	require.NoError(t, err)
+	dir := filepath.Join(base, fixedfilestore.DirName)
+	require.NoError(t, os.RemoveAll(dir))
+	require.NoError(t, os.Mkdir(dir, 0o777))
+	require.NoError(t, os.Chmod(dir, 0o777))
+	require.NoError(t, os.Chown(dir, 65534, 65534))
+	_, err = s.TakeAt(context.Background(), rule, storetest.Key, time.Now())
+	require.ErrorIs(t, err, ratelab.ErrUnavailable, "fail-closed")
+	assert.Contains(t, err.Error(), "belongs to uid 65534")
+	entries, _ := os.ReadDir(dir)
+	assert.Empty(t, entries, "nothing written in the other account's directory")
+}

@@ -127,14 +127,7 @@ func (s *Store) openStateDir() error {
 	if s.dirfd, err = openDirectory(s.dir); err != nil {
 		return fmt.Errorf("fixedfilestore: %w", err)
 	}
-	st, err := fstat(s.dirfd)
-	if err == nil {
-		err = s.owned(st, s.dir)
-	}
-	if err == nil {
-		err = s.tighten(s.dirfd, st, 0o700, s.dir)
-	}
-	if err != nil {
+	if err := s.judgeDir(s.dirfd); err != nil {
 		closeFD(s.dirfd)
 		return fmt.Errorf("fixedfilestore: %w", err)
 	}

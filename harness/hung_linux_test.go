@@ -21,12 +21,14 @@ import (
 // than the front's Worker timeout: the request it left unanswered is
 // answered 502 by the front, which kills the worker, as PHP-FPM's
 // request_terminate_timeout does; another worker takes its seat, and
-// every request after is answered.
+// every request after is answered. The request answered 502 is not
+// counted: the front closes what waited in the seat's backlog before the
+// next worker could take it (the attacker's finding: it was counted).
 func TestFrontKillsAHungWorker(t *testing.T) {
 	to := harness.DefaultTimeouts()
 	to.Worker = 300 * time.Millisecond
 	var log syncbuf.Buffer
-	h, err := harness.Start(harness.Config{Model: harness.Pool, Workers: 2, App: app(t, "memory"), Timeouts: to, Stderr: &log})
+	h, err := harness.Start(harness.Config{Model: harness.Pool, Workers: 2, App: app(t, "file"), Timeouts: to, Stderr: &log})
 	require.NoError(t, err)
 	hung := h.Pids()[0]
 	p, err := os.FindProcess(hung)
@@ -62,4 +64,15 @@ func TestFrontKillsAHungWorker(t *testing.T) {
 		codes[resp.StatusCode]++
 	}
 	assert.Equal(t, map[int]int{200: 4}, codes, "both seats answer again")
+	for range 40 {
+		resp, err := http.Post(h.URL, "", nil)
+		require.NoError(t, err)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+			break
+		}
+		codes[resp.StatusCode]++
+	}
+	assert.Equal(t, 30, codes[http.StatusOK], "the limit's 30 hits allowed: the one answered 502 was not counted")
 }

@@ -19,14 +19,16 @@ import (
 // one in the same seat, and the requests sent meanwhile wait in the
 // socket's backlog for it. A worker that leaves a request unanswered past
 // the front's Worker timeout is taken for hung and killed, as PHP-FPM's
-// request_terminate_timeout does, and replaced the same way. Every death
-// is logged when it happens and reported again when the host stops.
+// request_terminate_timeout does, and replaced the same way — after the
+// requests waiting in its seat's backlog are closed: the front answers
+// them 502, and the next worker must not count them. Every death is
+// logged when it happens and reported again when the host stops.
 
 // Replacements are bounded: a worker that dies as it starts (a broken
 // configuration) is not started again and again. Past maxDeaths(workers)
 // deaths within deathSpan, a seat whose worker dies stays empty, and the
 // front sends its requests to the other seats, or answers 503 when none
-// has a worker.
+// has a worker, until the server restarts.
 const deathSpan = time.Minute
 
 func maxDeaths(workers int) int { return 2*workers + 2 }
@@ -80,14 +82,19 @@ func (h *Host) watch(i int, w *worker) {
 	many := p.died(time.Now())
 	p.mu.Unlock()
 	pid, exit := w.proc.Cmd.Process.Pid, w.proc.Close()
-	if many {
+	if many > 0 {
 		w.vacated.Store(true)
-		h.report(fmt.Errorf("harness: worker pid %d died mid-run (%w); %d deaths within %v: its seat stays empty", pid, exit, maxDeaths(len(p.seats))+1, deathSpan))
+		w.seat.drain()
+		h.report(fmt.Errorf("harness: worker pid %d died mid-run (%w); %d deaths within %v: its seat stays empty until the server restarts", pid, exit, many, deathSpan))
 		return
+	}
+	if w.hung.Load() {
+		w.seat.drain()
 	}
 	nw, err := startWorker(w.seat)
 	if err != nil {
 		w.vacated.Store(true)
+		w.seat.drain()
 		h.report(fmt.Errorf("harness: worker pid %d died mid-run (%w); none could take its seat: %w", pid, exit, err))
 		return
 	}
@@ -104,14 +111,17 @@ func (h *Host) watch(i int, w *worker) {
 	p.watchers.Go(func() { h.watch(i, nw) })
 }
 
-// died counts a death at now, under p.mu, and reports whether there were
-// more than maxDeaths within deathSpan.
-func (p *pool) died(now time.Time) bool {
+// died counts a death at now, under p.mu, and returns the deaths within
+// deathSpan if they are more than maxDeaths, else 0.
+func (p *pool) died(now time.Time) int {
 	for len(p.recent) > 0 && now.Sub(p.recent[0]) > deathSpan {
 		p.recent = p.recent[1:]
 	}
 	p.recent = append(p.recent, now)
-	return len(p.recent) > maxDeaths(len(p.seats))
+	if len(p.recent) > maxDeaths(len(p.seats)) {
+		return len(p.recent)
+	}
+	return 0
 }
 
 // report logs a death now and keeps it for Close.
@@ -188,7 +198,7 @@ func (h *Host) roundRobin() http.Handler {
 func (h *Host) proxyError(rw http.ResponseWriter, r *http.Request, err error) {
 	w := r.Context().Value(pickedKey{}).(*worker)
 	fmt.Fprintf(h.cfg.Stderr, "front: worker pid %d: %v\n", w.pid(), err)
-	if isTimeout(err) && r.Context().Err() == nil {
+	if isTimeout(err) && r.Context().Err() == nil && !w.exited.Load() && w.hung.CompareAndSwap(false, true) {
 		fmt.Fprintf(h.cfg.Stderr, "front: worker pid %d gave no answer within %v: killed\n", w.pid(), h.cfg.Timeouts.Worker)
 		w.proc.Cmd.Process.Kill()
 	}

@@ -76,9 +76,11 @@ func TestADeadWorkersSeatIsRefilledAndNobodyCanTakeIt(t *testing.T) {
 	assert.Contains(t, log.String(), "took its seat", "and logged when it happened")
 }
 
-// Under the single model, the one worker's death costs its clients no
-// error: their requests wait in the seat's backlog for the next worker.
-func TestSingleWorkersDeathLosesNoRequest(t *testing.T) {
+// Under the single model, requests sent after the one worker's death get
+// no error: they wait in the seat's backlog for the next worker. (Those
+// the worker had in hand when it died are answered 502, and not
+// counted.)
+func TestRequestsSentAfterADeathWaitForTheNextWorker(t *testing.T) {
 	h, err := harness.Start(harness.Config{Model: harness.Single, App: app(t, "file"), Stderr: io.Discard})
 	require.NoError(t, err)
 	p, err := os.FindProcess(h.Pids()[0])

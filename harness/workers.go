@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -95,6 +96,24 @@ func newSeat(cfg Config) (*seat, error) {
 	return &seat{ln: ln, file: f, url: &url.URL{Scheme: "http", Host: ln.Addr().String()}, token: token, cfg: cfg}, nil
 }
 
+// drain closes every connection waiting in the seat's backlog: requests
+// sent to a worker that hung or whose seat stays empty, which the front
+// has answered 502 or is to. Left there, the next worker would take
+// them and count hits whose clients were told they failed.
+func (s *seat) drain() {
+	// A deadline already past would end Accept before it looks: those
+	// connections are queued already, and come at once.
+	s.ln.SetDeadline(time.Now().Add(20 * time.Millisecond))
+	defer s.ln.SetDeadline(time.Time{})
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		c.Close()
+	}
+}
+
 // close closes the seat's socket; its port is free again.
 func (s *seat) close() { s.file.Close(); s.ln.Close() }
 
@@ -103,8 +122,9 @@ type worker struct {
 	proc *childproc.Proc
 	seat *seat
 	// exited is set once the worker's watcher saw it exit, and reaps it;
-	// vacated, once no worker will take its seat after it.
-	exited, vacated atomic.Bool
+	// vacated, once no worker will take its seat after it; hung, once
+	// the front killed it for leaving a request unanswered.
+	exited, vacated, hung atomic.Bool
 }
 
 func (w *worker) pid() int { return w.proc.Cmd.Process.Pid }
