@@ -1,4 +1,4 @@
-//go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
+//go:build !linux
 
 package linearizability
 
@@ -8,7 +8,8 @@ import (
 	"time"
 )
 
-// pause cannot stop a process here: there is no SIGSTOP.
+// pause cannot stop a process here: the self-stop it needs (tgkill) is
+// Linux's.
 func (r *Recorder) pause(int) error {
 	return fmt.Errorf("linearizability: a stop token: %w", errors.ErrUnsupported)
 }
