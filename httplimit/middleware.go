@@ -41,8 +41,11 @@ func RemoteAddrKey(prefix string) KeyFunc { return Client{}.Key(prefix) }
 //
 // Every answer carries the IETF draft fields, as
 // draft-ietf-httpapi-ratelimit-headers-08 to -10 write them
-// (https://www.ietf.org/archive/id/draft-ietf-httpapi-ratelimit-headers-10.txt):
-// one policy per rule of the limiter, and the binding rule's state:
+// (https://www.ietf.org/archive/id/draft-ietf-httpapi-ratelimit-headers-10.txt),
+// with t as -08 and -09 define it — until the quota resets; -10 redefines
+// it as until additional quota is available, which the sliding algorithms
+// reach sooner: one policy per rule of the limiter, and the binding
+// rule's state:
 //
 //	RateLimit-Policy: "per-minute";q=10;w=60, "per-hour";q=100;w=3600
 //	RateLimit: "per-minute";r=0;t=42

@@ -55,9 +55,10 @@
 // a statement that waited in the server's socket buffer behind a server
 // that had stopped, or for a row another transaction held, does not count
 // a hit its client gave up on.
-// max_statement_time, which OpenDB sets on every connection, bounds a
-// wait for a row lock the same way. See the database-lock chapter for the
-// cases that remain.
+// max_statement_time, which OpenDB sets on every MariaDB connection,
+// bounds a wait for a row lock the same way; MySQL has no such setting for
+// an INSERT (see OpenDB). See the database-lock chapter for the cases
+// that remain.
 //
 // # Load is not an outage
 //

@@ -97,8 +97,15 @@ type Options struct {
 //
 // On MariaDB every connection also sets max_statement_time to four fifths
 // of timeout, so that the server abandons a statement waiting for a row
-// lock before the client does. MySQL has no such setting for writes; the
-// statements' own deadline check covers most of it (see the package doc).
+// lock before the client does. MySQL has no max_statement_time (the SET
+// is skipped there), and its max_execution_time bounds read-only SELECTs
+// only; its one bound on a row-lock wait is innodb_lock_wait_timeout,
+// above, which ends no sooner than the client gives up. The statements'
+// deadline check, made once the row is locked, covers that wait but in
+// one place: the fixed window's upsert, a window's first hit, checks
+// before it waits for the row, so on MySQL it counts a hit whose row
+// another transaction held past the deadline and released within the lock
+// wait (see the package doc and the database-lock chapter).
 func OpenDB(dsn string, timeout time.Duration, maxConns int) (*sql.DB, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
