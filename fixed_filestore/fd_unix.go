@@ -142,9 +142,10 @@ func closeFD(fd int) error { return unix.Close(fd) }
 func unlinkAt(dirfd int, name string) error { return unix.Unlinkat(dirfd, name, 0) }
 
 // readDirNames lists the directory dirfd, from its start, through a
-// duplicate of the descriptor that it closes.
+// duplicate of the descriptor that it closes — close-on-exec, as every
+// descriptor the store opens.
 func readDirNames(dirfd int, dir string) ([]string, error) {
-	fd, err := unix.Dup(dirfd)
+	fd, err := unix.FcntlInt(uintptr(dirfd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
