@@ -93,7 +93,7 @@ func (s *Store) reopenDir(old int) error {
 // learns which keys were hit, and when. Another account's directory or
 // file is refused before (owned, checkHeld), or not writable here.
 func (s *Store) tighten(fd int, st fileStat, want uint32, path string) error {
-	if st.perm&0o077 == 0 || !st.mine {
+	if st.perm&0o077 == 0 || st.uid != s.euid {
 		return nil
 	}
 	if err := fchmod(fd, want); err != nil {
@@ -123,10 +123,10 @@ func (s *Store) judgeDir(fd int) error {
 // (Another account's directory this process cannot write, CheckWritable
 // reports.)
 func (s *Store) owned(st fileStat, path string) error {
-	if st.mine || os.Geteuid() != 0 && st.perm&0o022 == 0 {
+	if st.uid == s.euid || s.euid != 0 && st.perm&0o022 == 0 {
 		return nil
 	}
-	return fmt.Errorf("%s belongs to uid %d, not to this process's (uid %d): another account could plant or change its state; chown it, or use a directory of your own", path, st.uid, os.Geteuid())
+	return fmt.Errorf("%s belongs to uid %d, not to this process's (uid %d): another account could plant or change its state; chown it, or use a directory of your own", path, st.uid, s.euid)
 }
 
 // names lists the state directory through its descriptor.

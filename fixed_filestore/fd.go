@@ -36,7 +36,6 @@ type fileStat struct {
 	nlink   uint64
 	mtime   time.Time
 	perm    uint32 // the permission bits
-	mine    bool   // owned by this process's effective user
 	uid     uint32 // the owner
 }
 

@@ -106,7 +106,7 @@ func lstatAt(dirfd int, name string) (fileStat, error) {
 
 func statOf(st *unix.Stat_t) fileStat {
 	return fileStat{regular: st.Mode&unix.S_IFMT == unix.S_IFREG, nlink: uint64(st.Nlink), mtime: time.Unix(st.Mtim.Unix()), perm: uint32(st.Mode) & 0o777,
-		mine: int(st.Uid) == os.Geteuid(), uid: st.Uid}
+		uid: st.Uid}
 }
 
 // fchmod sets the permission bits of fd.

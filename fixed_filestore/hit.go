@@ -10,7 +10,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"os"
 	"strconv"
 	"time"
 
@@ -159,8 +158,8 @@ func (s *Store) checkHeld(fd int, name string) error {
 		return errReplaced
 	case held.nlink > 1:
 		return fmt.Errorf("%s has %d hard links: refusing to write through a link", s.pathOf(name), held.nlink)
-	case !held.mine:
-		return fmt.Errorf("%s belongs to uid %d, not to this process's (uid %d): refusing a state another account wrote", s.pathOf(name), held.uid, os.Geteuid())
+	case held.uid != s.euid:
+		return fmt.Errorf("%s belongs to uid %d, not to this process's (uid %d): refusing a state another account wrote", s.pathOf(name), held.uid, s.euid)
 	}
 	return s.tighten(fd, held, 0o600, s.pathOf(name))
 }

@@ -63,6 +63,7 @@ type Store struct {
 	log      *slog.Logger
 	now      func() time.Time
 	rules    algorithm.Rules
+	euid     uint32 // this process's effective user, who owns its state
 
 	blockedWaiters atomic.Int32 // goroutines waiting in a blocking flock(2)
 
@@ -96,6 +97,7 @@ func New(base string, opts Options) (*Store, error) {
 		lockWait: cmp.Or(opts.LockWait, DefaultLockWait),
 		log:      opts.Logger,
 		now:      opts.Clock,
+		euid:     uint32(os.Geteuid()),
 	}
 	if s.log == nil {
 		s.log = slog.Default()
