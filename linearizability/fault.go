@@ -57,13 +57,14 @@ func (r *Recorder) claimFault() (fault, token int) {
 	return faultNone, 0
 }
 
-// suffer does what fault says at point (killBefore or killAfter): kills
-// or stops this process, or nothing.
-func (r *Recorder) suffer(fault, token, point int) error {
-	switch fault - point {
-	case 0:
+// suffer does what fault says if it is to happen at this point of the
+// hit — before the store is called, or after it decided: kills or stops
+// this process, or nothing.
+func (r *Recorder) suffer(fault, token int, after bool) error {
+	switch {
+	case fault == killBefore && !after, fault == killAfter && after:
 		die()
-	case stopBefore - killBefore:
+	case fault == stopBefore && !after, fault == stopAfter && after:
 		return r.pause(token)
 	}
 	return nil

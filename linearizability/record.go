@@ -93,11 +93,11 @@ func (s *recording) TakeAt(ctx context.Context, rule ratelab.Rule, key string, n
 		return ratelab.Decision{}, fmt.Errorf("linearizability: record: %w", err)
 	}
 	fault, token := s.rec.claimFault()
-	if err := s.rec.suffer(fault, token, killBefore); err != nil {
+	if err := s.rec.suffer(fault, token, false); err != nil {
 		return ratelab.Decision{}, err
 	}
 	d, err := s.s.TakeAt(ctx, rule, key, now)
-	if ferr := s.rec.suffer(fault, token, killAfter); ferr != nil {
+	if ferr := s.rec.suffer(fault, token, true); ferr != nil {
 		return ratelab.Decision{}, ferr
 	}
 	ret := monotonic() // after a stop: when the client is told
