@@ -25,11 +25,17 @@ func (v Verdict) String() string {
 	if !v.Linearizable {
 		s = "not linearizable"
 	}
+	return s + ": " + v.Counts()
+}
+
+// Counts is what the verdict was reached on: the operations, the
+// processes that made them, and those without an answer.
+func (v Verdict) Counts() string {
 	procs := "processes"
 	if v.Processes == 1 {
 		procs = "process"
 	}
-	return fmt.Sprintf("%s: %d operations from %d %s (%d without an answer)", s, v.Ops, v.Processes, procs, v.Pending)
+	return fmt.Sprintf("%d operations from %d %s (%d without an answer)", v.Ops, v.Processes, procs, v.Pending)
 }
 
 // ErrUndecided is returned when the checker could not decide in time.

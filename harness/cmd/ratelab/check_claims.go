@@ -26,7 +26,7 @@ func checkClaims(stdout, stderr io.Writer) (int, error) {
 			got = "not linearizable"
 		}
 		rows = append(rows, claim.Claim{Case: r.name, Expected: r.want, Observed: got,
-			Detail: fmt.Sprintf("%d hits, %d unanswered, %d %s", v.Ops, v.Pending, v.Processes, map[bool]string{true: "process", false: "processes"}[v.Processes == 1])})
+			Detail: v.Counts()})
 		fmt.Fprintf(stderr, "check: %s: %s (run %v, checker %v)\n", r.name, got, time.Since(start).Round(time.Millisecond), v.Took.Round(time.Millisecond))
 	}
 	claim.Table(stdout, "history", rows)
