@@ -2,10 +2,12 @@ package harness_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -92,4 +94,35 @@ func TestRequestsSentAfterADeathWaitForTheNextWorker(t *testing.T) {
 	}
 	assert.Equal(t, map[int]int{200: 5}, codes)
 	assert.Error(t, h.Close(), "the death reported")
+}
+
+// A worker that keeps dying is not started again and again: past two
+// deaths per seat, plus two, within a minute, the seat of the next one to
+// die stays empty, the front answers 503 when no seat has a worker, and
+// says so when it happens.
+func TestASeatStaysEmptyPastTheDeathCap(t *testing.T) {
+	var log syncbuf.Buffer
+	h, err := harness.Start(harness.Config{Model: harness.Single, App: app(t, "memory"), Stderr: &log})
+	require.NoError(t, err)
+	const most = 2*1 + 2 // one seat
+	for death := 1; death <= most+1; death++ {
+		pid := h.Pids()[0]
+		p, err := os.FindProcess(pid)
+		require.NoError(t, err)
+		require.NoError(t, p.Kill())
+		require.NoError(t, poll.Until(20*time.Second, 5*time.Millisecond, func() error {
+			if death <= most && h.Pids()[0] == pid {
+				return errors.New("no worker took the seat yet")
+			}
+			if death > most && !strings.Contains(log.String(), "its seat stays empty") {
+				return errors.New("the front has not given up on the seat yet")
+			}
+			return nil
+		}), "death %d", death)
+	}
+	assert.Equal(t, http.StatusServiceUnavailable, post(t, http.DefaultClient, h.URL), "no seat has a worker")
+	assert.Contains(t, log.String(), fmt.Sprintf("%d deaths within 1m0s: its seat stays empty until the server restarts", most+1))
+	err = h.Close()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "its seat stays empty")
 }
