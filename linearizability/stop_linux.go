@@ -50,14 +50,14 @@ func (r *Recorder) pause(token int) error {
 func Resume(dir string, returns int, hold time.Duration) (stop func() int) {
 	done, resumed := make(chan struct{}), make(chan int)
 	go func() {
-		w := &resumer{dir: dir, seen: map[string]time.Time{}, base: map[string]int{}, sent: map[string]bool{}}
+		w := &resumer{dir: dir, seen: map[string]sighting{}, sent: map[string]bool{}}
 		tick := time.NewTicker(2 * time.Millisecond)
 		defer tick.Stop()
-		var deadline <-chan time.Time
+		quit, deadline := done, (<-chan time.Time)(nil)
 		for {
 			select {
-			case <-done:
-				done, returns, deadline = nil, -1, time.After(time.Minute)
+			case <-quit:
+				quit, returns, deadline = nil, -1, time.After(time.Minute)
 			case <-deadline:
 				resumed <- w.continued()
 				return
@@ -73,13 +73,18 @@ func Resume(dir string, returns int, hold time.Duration) (stop func() int) {
 }
 
 // resumer is Resume's state: when it first saw each stopped process's
-// file, how many answers had been recorded then, and which it sent a
-// SIGCONT.
+// file, and which it sent a SIGCONT.
 type resumer struct {
 	dir  string
-	seen map[string]time.Time
-	base map[string]int
+	seen map[string]sighting
 	sent map[string]bool
+}
+
+// sighting is when a stopped process's file was first seen, and how many
+// answers had been recorded then.
+type sighting struct {
+	at       time.Time
+	answered int
 }
 
 // continued counts the stops that ended in a SIGCONT.
@@ -96,19 +101,16 @@ func (w *resumer) look(returns int, hold time.Duration) bool {
 	names, _ := filepath.Glob(filepath.Join(w.dir, "stopped-*"))
 	now, answered := time.Now(), -1
 	for _, name := range names {
-		if _, ok := w.seen[name]; !ok {
-			if answered < 0 {
-				answered = countReturns(w.dir)
-			}
-			w.seen[name], w.base[name] = now, answered
+		if answered < 0 {
+			answered = countReturns(w.dir)
 		}
-		if !w.sent[name] && returns >= 0 && now.Sub(w.seen[name]) < hold {
-			if answered < 0 {
-				answered = countReturns(w.dir)
-			}
-			if answered-w.base[name] < returns {
-				continue
-			}
+		first, ok := w.seen[name]
+		if !ok {
+			first = sighting{now, answered}
+			w.seen[name] = first
+		}
+		if !w.sent[name] && returns >= 0 && now.Sub(first.at) < hold && answered-first.answered < returns {
+			continue
 		}
 		pid, _ := strconv.Atoi(strings.Split(filepath.Base(name), "-")[1])
 		switch err := unix.Kill(pid, unix.SIGCONT); {
