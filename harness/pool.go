@@ -83,9 +83,7 @@ func (h *Host) watch(i int, w *worker) {
 	p.mu.Unlock()
 	pid, exit := w.proc.Cmd.Process.Pid, w.proc.Close()
 	if many > 0 {
-		w.vacated.Store(true)
-		w.seat.drain()
-		h.report(fmt.Errorf("harness: worker pid %d died mid-run (%w); %d deaths within %v: its seat stays empty until the server restarts", pid, exit, many, deathSpan))
+		h.vacate(w, fmt.Errorf("harness: worker pid %d died mid-run (%w); %d deaths within %v: its seat stays empty until the server restarts", pid, exit, many, deathSpan))
 		return
 	}
 	if w.hung.Load() {
@@ -93,9 +91,7 @@ func (h *Host) watch(i int, w *worker) {
 	}
 	nw, err := startWorker(w.seat)
 	if err != nil {
-		w.vacated.Store(true)
-		w.seat.drain()
-		h.report(fmt.Errorf("harness: worker pid %d died mid-run (%w); none could take its seat: %w", pid, exit, err))
+		h.vacate(w, fmt.Errorf("harness: worker pid %d died mid-run (%w); none could take its seat: %w", pid, exit, err))
 		return
 	}
 	p.mu.Lock()
@@ -109,6 +105,14 @@ func (h *Host) watch(i int, w *worker) {
 	p.mu.Unlock()
 	h.report(fmt.Errorf("harness: worker pid %d died mid-run (%w); pid %d took its seat", pid, exit, nw.pid()))
 	p.watchers.Go(func() { h.watch(i, nw) })
+}
+
+// vacate leaves w's seat empty for good, closes what waits in its
+// backlog, and reports why.
+func (h *Host) vacate(w *worker, why error) {
+	w.vacated.Store(true)
+	w.seat.drain()
+	h.report(why)
 }
 
 // died counts a death at now, under p.mu, and returns the deaths within
