@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/poll"
 	"github.com/ratelab/ratelab/internal/syncbuf"
@@ -125,4 +127,39 @@ func TestASeatStaysEmptyPastTheDeathCap(t *testing.T) {
 	err = h.Close()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "its seat stays empty")
+}
+
+// The attacker's fifth finding: a worker that could not take a dead one's
+// seat (its state directory now a symlink, so it exits before it is
+// ready) left the front blocked for good in the seat's drain, deaf to
+// Ctrl-C. Handing the seat's socket to a worker made it blocking (exec
+// passes a descriptor in blocking mode, and the mode is the socket's, the
+// front's copy's too); only a worker that got as far as listening made it
+// non-blocking again. The front says the seat stays empty, and stops.
+func TestASeatNobodyCanTakeIsReportedAndTheFrontStops(t *testing.T) {
+	var log syncbuf.Buffer
+	a := app(t, "file")
+	h, err := harness.Start(harness.Config{Model: harness.Pool, Workers: 2, App: a, Stderr: &log})
+	require.NoError(t, err)
+	dir := filepath.Join(a.Dir, fixedfilestore.DirName)
+	require.NoError(t, os.Rename(dir, dir+".old"))
+	require.NoError(t, os.Symlink(dir+".old", dir))
+	p, err := os.FindProcess(h.Pids()[0])
+	require.NoError(t, err)
+	require.NoError(t, p.Kill())
+	require.NoError(t, poll.Until(20*time.Second, 5*time.Millisecond, func() error {
+		if !strings.Contains(log.String(), "none could take its seat") {
+			return errors.New("the front has not said the seat stays empty")
+		}
+		return nil
+	}))
+	closed := make(chan error, 1)
+	go func() { closed <- h.Close() }()
+	select {
+	case err := <-closed:
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "none could take its seat")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the front did not stop")
+	}
 }

@@ -166,8 +166,13 @@ func startWorker(s *seat) (*worker, error) {
 	cfg, app := s.cfg, s.cfg.App
 	app.FrontToken = s.token
 	p, err := childproc.StartExeFiles("worker", cfg.Exe, roleServer, cfg.Stderr, []*os.File{s.file}, append(app.env(), listenFD+"=3")...)
+	nerr := setNonblock(s.ln) // exec left the socket blocking; the front's drain accepts on it
 	if err != nil {
 		return nil, fmt.Errorf("harness: start worker %s: %w", cfg.Exe, err)
+	}
+	if nerr != nil {
+		p.Kill()
+		return nil, fmt.Errorf("harness: the seat at %s: %w", s.url.Host, nerr)
 	}
 	rest, err := p.Expect(readyPrefix)
 	if err != nil {
