@@ -54,6 +54,9 @@ func TestCheckOneHistory(t *testing.T) {
 		if code != tt.code || !strings.HasPrefix(out, tt.out) {
 			t.Errorf("check %v: exit %d, %q; want exit %d, %q\n%s", tt.args, code, out, tt.code, tt.out, errb)
 		}
+		if !strings.Contains(errb, "check: the checker took ") || strings.Contains(out, "checker took") {
+			t.Errorf("check %v: the checker's time belongs on stderr, as the chapter says; stdout %q, stderr %q", tt.args, out, errb)
+		}
 	}
 	if b, err := os.ReadFile(html); err != nil || !strings.Contains(string(b), "<html") {
 		t.Errorf("-html: %v, %d bytes, want porcupine's page", err, len(b))
