@@ -28,7 +28,10 @@ import (
 // under a pool of workers and under CGI, with the default fail policy
 // (open): 2000 requests from one address, 200 at once, limit 30 — exactly
 // 30 allowed, and no hit let through uncounted; the rest 429, or 503 where
-// the server was too busy to take a hit in time. The finding it pins: the
+// the server was too busy to take a hit in time (on a busy machine, even a
+// fixed window's one statement: 9 of 2000 under CGI with two CPU-bound
+// loops beside). The findings it pins: 28 PostgreSQL CGI hits timed out
+// after the server greeted their connection, and went through; and the
 // database stores let 1265 of 2000 through at 100 at once (connect
 // timeouts: pgx tried TLS before plain text within 500 ms) and 518 under
 // a pool whose workers could each open 64 connections against MariaDB's
@@ -66,9 +69,7 @@ func TestLoadIsNotAnOutage(t *testing.T) {
 			got, logs := underLoad(t, a, c.model, c.workers, filepath.Join(exe, "ratelab"))
 			assert.Equal(t, 30, got[200], "allowed of 2000 requests, 200 at once: %v", got)
 			assert.Equal(t, 1970, got[429]+got[503], "the rest refused: %v", got)
-			if c.alg == ratelab.FixedWindow {
-				assert.Zero(t, got[503], "one statement a hit: the server keeps up")
-			}
+			t.Logf("%v", got) // 503s come and go with the machine's load: how many is a measure, not a claim
 			if n := strings.Count(logs, "not counted"); n > 0 {
 				t.Errorf("%d hits let through uncounted; the first: %.600s", n, logs[strings.Index(logs, "not counted"):])
 			}

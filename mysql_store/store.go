@@ -43,11 +43,11 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 		return nil, errors.New("mysqlstore: New needs a database")
 	}
 	s := &Store{db: db}
+	drv := sqlstore.Driver{Overloaded: overloaded, OutOfTime: outOfTime, Tables: tables, Exec: s.exec}
 	if d, ok := db.Driver().(sockets); ok {
-		s.sockets = d.m
+		s.sockets, drv.Greeted = d.m, d.greeted.Load
 	}
-	base, err := sqlstore.NewBase("mysqlstore", sqlstore.Options(opts), sqlstore.Driver{
-		Overloaded: overloaded, OutOfTime: outOfTime, Tables: tables, Exec: s.exec})
+	base, err := sqlstore.NewBase("mysqlstore", sqlstore.Options(opts), drv)
 	if err != nil {
 		return nil, err
 	}

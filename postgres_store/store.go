@@ -61,7 +61,8 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 		return tag.RowsAffected(), err
 	}
 	base, err := sqlstore.NewBase("postgresstore", sqlstore.Options(opts), sqlstore.Driver{
-		Overloaded: overloaded, OutOfTime: outOfTime, Tables: tables, Exec: exec})
+		Overloaded: overloaded, OutOfTime: outOfTime, Tables: tables, Exec: exec,
+		Greeted: func() int64 { return pool.Stat().NewConnsCount() }})
 	if err != nil {
 		return nil, err
 	}

@@ -82,7 +82,8 @@ type Base struct {
 	rules     algorithm.Rules
 	fail      *ratelab.Failer
 	tables    Tables
-	answered  atomic.Uint64 // hits the server answered, for crowded
+	answered  atomic.Int64 // hits and refusals the server answered, for crowded
+	greeted   func() int64 // the Driver's Greeted
 }
 
 var prefixRE = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
@@ -94,6 +95,10 @@ type Driver struct {
 	Overloaded, OutOfTime func(error) bool
 	Tables                func(prefix string) Tables
 	Exec                  Exec
+	// Greeted returns how many connections the server has accepted and
+	// greeted for this process so far: the answers a hit gets before its
+	// statement's. nil counts none.
+	Greeted func() int64
 }
 
 // NewBase checks o and returns the Base of a store of package pkg, with
@@ -107,7 +112,7 @@ func NewBase(pkg string, o Options, drv Driver) (*Base, error) {
 		return nil, fmt.Errorf("%s: table prefix %q: use 1 to 32 lower-case letters, digits and underscores", pkg, prefix)
 	}
 	b := &Base{Pkg: pkg, Policy: o.FailPolicy, Timeout: cmp.Or(o.Timeout, DefaultTimeout), Log: cmp.Or(o.Logger, slog.Default()),
-		Now: o.Clock, Prefix: prefix, Overloaded: drv.Overloaded, OutOfTime: drv.OutOfTime, tables: drv.Tables(prefix)}
+		Now: o.Clock, Prefix: prefix, Overloaded: drv.Overloaded, OutOfTime: drv.OutOfTime, tables: drv.Tables(prefix), greeted: drv.Greeted}
 	b.tables.exec = drv.Exec
 	if b.Now == nil {
 		b.Now = time.Now
@@ -191,20 +196,21 @@ func Answered(ctx context.Context, err error) error {
 	return err
 }
 
-// ErrCrowded is the cause of a hit whose time ran out while the server
-// answered other hits of its process: it is there, and busy.
-var ErrCrowded = errors.New("the server answered this process's other hits while this one waited, and its time ran out")
+// ErrCrowded is the cause of a hit whose time ran out after the server
+// answered its process meanwhile: it is there, and busy.
+var ErrCrowded = errors.New("the server answered this process while the hit waited — another hit, a refusal or a connection's greeting — and the hit's time ran out")
 
 // crowded returns err, the failure of a hit, as ErrCrowded when the hit's
 // own time ran out (hit ended, the caller's ctx still live) and the server
-// answered other hits of the process meanwhile (othersAnswered). Whether a
-// timeout is an outage or load cannot be told from the hit alone — a
-// stopped server and one too busy to answer in time look the same to it —
-// but a server that answered someone else while the hit waited is up. A
-// hit cut off by a server that stopped answering altogether still follows
-// the fail policy.
-func crowded(hit, caller context.Context, err error, othersAnswered bool) error {
-	if othersAnswered && hit.Err() != nil && caller.Err() == nil {
+// answered the process meanwhile (answered): another hit, a "too many
+// connections", or the greeting of a connection — the one a CGI process
+// opens for its only hit among them. Whether a timeout is an outage or
+// load cannot be told from the hit alone — a stopped server and one too
+// busy to answer in time look the same to it — but a server that answered
+// while the hit waited is up. A hit cut off by a server that stopped
+// answering altogether still follows the fail policy.
+func crowded(hit, caller context.Context, err error, answered bool) error {
+	if answered && hit.Err() != nil && caller.Err() == nil {
 		return fmt.Errorf("%w: %w", ErrCrowded, err)
 	}
 	return err
@@ -237,9 +243,10 @@ func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.
 	if r.Algorithm == ratelab.FixedWindow {
 		step = fixed
 	}
-	seen := b.answered.Load()
+	seen := b.answers()
 	d, err := step(tctx, h)
 	for try := 0; err != nil && b.Overloaded != nil && b.Overloaded(err); try++ {
+		b.answered.Add(1)
 		b.Log.Debug(b.Pkg+": the server has no free connection: the hit waits its turn", "key", h.Key, "err", err)
 		if !Backoff(tctx, try) {
 			break
@@ -249,7 +256,7 @@ func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.
 	if err == nil || b.busy(err) || errors.Is(err, ratelab.ErrRuleConflict) {
 		b.answered.Add(1)
 	} else {
-		err = crowded(tctx, ctx, err, b.answered.Load() != seen)
+		err = crowded(tctx, ctx, err, b.answers() != seen)
 	}
 	switch {
 	case err == nil:
@@ -261,6 +268,16 @@ func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.
 		return ratelab.Decision{}, fmt.Errorf("%s: %w: %w", b.Pkg, ratelab.ErrBusy, err)
 	}
 	return b.fail.Fail(ctx, slog.String("key", h.Key), r, key, now, err)
+}
+
+// answers counts the server's answers to the process so far: hits,
+// refusals and greetings.
+func (b *Base) answers() int64 {
+	n := b.answered.Load()
+	if b.greeted != nil {
+		n += b.greeted()
+	}
+	return n
 }
 
 // busy reports whether err is the server saying it could not take the hit

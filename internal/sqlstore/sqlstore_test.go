@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,8 +40,8 @@ func TestAcquired(t *testing.T) {
 	}
 }
 
-// A hit whose time ran out is load when the server answered the process's
-// other hits meanwhile, and follows the fail policy when it answered
+// A hit whose time ran out is load when the server answered the process
+// meanwhile, and follows the fail policy when it answered
 // nobody: a stopped server and a crowded one look the same to the hit
 // alone.
 func TestCrowded(t *testing.T) {
@@ -49,17 +50,17 @@ func TestCrowded(t *testing.T) {
 	live := context.Background()
 	cut := errors.New("timeout: context deadline exceeded")
 	for _, tt := range []struct {
-		name           string
-		hit, caller    context.Context
-		othersAnswered bool
-		crowded        bool
+		name        string
+		hit, caller context.Context
+		answered    bool
+		crowded     bool
 	}{
-		{"others answered, the hit's time up", ended, live, true, true},
+		{"the process answered, the hit's time up", ended, live, true, true},
 		{"nobody answered: an outage", ended, live, false, false},
 		{"the caller gave up", ended, ended, true, false},
 		{"time left: another failure", live, live, true, false},
 	} {
-		got := crowded(tt.hit, tt.caller, cut, tt.othersAnswered)
+		got := crowded(tt.hit, tt.caller, cut, tt.answered)
 		if errors.Is(got, ErrCrowded) != tt.crowded || !errors.Is(got, cut) {
 			t.Errorf("%s: Crowded = %v, want ErrCrowded %v", tt.name, got, tt.crowded)
 		}
@@ -67,8 +68,9 @@ func TestCrowded(t *testing.T) {
 }
 
 // Under fail-open, a hit that timed out while the server answered another
-// hit is refused as busy, not let through uncounted; one that timed out
-// while the server answered nobody is let through, as an outage.
+// hit, turned a connection away, or greeted a connection of the process
+// is refused as busy, not let through uncounted; one that timed out while
+// the server answered nobody is let through, as an outage.
 func TestTakeAtCrowdedIsBusy(t *testing.T) {
 	b, err := NewBase("teststore", Options{FailPolicy: ratelab.FailOpen, Timeout: time.Second, Logger: slog.New(slog.DiscardHandler)},
 		Driver{Tables: func(string) Tables { return Tables{} }})
@@ -97,5 +99,25 @@ func TestTakeAtCrowdedIsBusy(t *testing.T) {
 	d, err := b.TakeAt(context.Background(), r, "k", now, timedOut(nil), nil)
 	if err != nil || d.NotCounted == nil {
 		t.Errorf("nobody answered: got %+v, %v, want an allowed hit, not counted (fail-open)", d, err)
+	}
+	var greeted atomic.Int64
+	b.greeted = greeted.Load
+	connected := func(ctx context.Context, h Hit) (ratelab.Decision, error) {
+		greeted.Add(1) // the hit's connection, greeted; then its statement waits
+		return timedOut(nil)(ctx, h)
+	}
+	if _, err := b.TakeAt(context.Background(), r, "k", now, connected, nil); !errors.Is(err, ratelab.ErrBusy) {
+		t.Errorf("the hit's connection greeted: got %v, want ErrBusy", err)
+	}
+	b.Overloaded = func(err error) bool { return err.Error() == "too many connections" }
+	tries := 0
+	turnedAway := func(ctx context.Context, h Hit) (ratelab.Decision, error) {
+		if tries++; tries == 1 {
+			return ratelab.Decision{}, errors.New("too many connections")
+		}
+		return timedOut(nil)(ctx, h)
+	}
+	if _, err := b.TakeAt(context.Background(), r, "k", now, turnedAway, nil); !errors.Is(err, ratelab.ErrBusy) {
+		t.Errorf("turned away, then timed out: got %v, want ErrBusy", err)
 	}
 }
