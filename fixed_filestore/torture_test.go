@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -26,6 +27,7 @@ import (
 	"github.com/ratelab/ratelab/internal/childproc"
 	"github.com/ratelab/ratelab/internal/lab/storetest"
 	"github.com/ratelab/ratelab/internal/lab/stress"
+	"github.com/ratelab/ratelab/internal/poll"
 	"github.com/ratelab/ratelab/internal/syncbuf"
 )
 
@@ -323,18 +325,22 @@ func TestTortureCorruptionUnderTraffic(t *testing.T) {
 			}
 		})
 	}
-	corruptions := []func() error{
-		func() error { return os.WriteFile(path, []byte("\x00garbage\xff"), 0o600) },
-		func() error { return os.WriteFile(path, []byte(`{"count":12,"res`), 0o600) }, // truncated
-		func() error { return os.WriteFile(path, make([]byte, 1<<20), 0o600) },
-		func() error { os.Remove(path); return os.Mkdir(path, 0o700) },
-		func() error { os.Remove(path); return os.Symlink(target, path) },
+	replaced := func() int64 { return int64(strings.Count(logs.String(), "corrupt state replaced")) }
+	corruptions := []struct {
+		apply func() error
+		met   func() int64 // grows once a hit has met the corruption
+	}{
+		{func() error { return os.WriteFile(path, []byte("\x00garbage\xff"), 0o600) }, replaced},
+		{func() error { return os.WriteFile(path, []byte(`{"count":12,"res`), 0o600) }, replaced}, // truncated
+		{func() error { return os.WriteFile(path, make([]byte, 1<<20), 0o600) }, replaced},
+		{func() error { os.Remove(path); return os.Mkdir(path, 0o700) }, notCounted.Load},
+		{func() error { os.Remove(path); return os.Symlink(target, path) }, notCounted.Load},
 	}
 	for round := range 20 {
-		// Traffic recreates the file at any moment, so a corruption may
-		// need a few attempts to land.
-		require.NoError(t, retry(corruptions[round%len(corruptions)]), "round %d", round)
-		time.Sleep(2 * time.Millisecond) // let traffic meet the corruption
+		c := corruptions[round%len(corruptions)]
+		// Traffic recreates or rewrites the file at any moment, so a
+		// corruption may need a few attempts to land and be met.
+		require.NoError(t, meet(c.apply, c.met), "round %d", round)
 		require.NoError(t, retry(func() error { return os.RemoveAll(path) }))
 	}
 	stop.Store(true)
@@ -355,6 +361,9 @@ func TestTortureCorruptionUnderTraffic(t *testing.T) {
 
 // The base directory vanishes mid-run: fail-open lets hits through
 // uncounted, fail-closed refuses them; when it is back, counting resumes.
+// Four hitters run throughout; each phase — the directory gone, then back
+// — lasts until the hitters have met it (a refused or uncounted hit, then
+// a counted one), five times over, however slowly the machine runs them.
 func TestTortureBaseVanishes(t *testing.T) {
 	for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed} {
 		t.Run(policy.String(), func(t *testing.T) {
@@ -382,26 +391,60 @@ func TestTortureBaseVanishes(t *testing.T) {
 					}
 				})
 			}
+			failed := &refused
+			if policy == ratelab.FailOpen {
+				failed = &uncounted
+			}
 			for range 5 {
 				require.NoError(t, retry(func() error { return os.RemoveAll(base) }))
-				time.Sleep(2 * time.Millisecond)
+				require.NoError(t, grows(failed), "hits while the directory is gone")
 				require.NoError(t, os.Mkdir(base, 0o700))
-				time.Sleep(2 * time.Millisecond)
+				require.NoError(t, grows(&ok), "hits once it is back")
 			}
 			stop.Store(true)
 			wg.Wait()
-			assert.Positive(t, ok.Load())
 			if policy == ratelab.FailOpen {
-				assert.Positive(t, uncounted.Load())
 				assert.Zero(t, refused.Load())
 			} else {
-				assert.Positive(t, refused.Load())
 				assert.Zero(t, uncounted.Load())
 			}
 			h := hit(t, s, t0)
 			assert.NoError(t, h.NotCounted, "recovered")
 		})
 	}
+}
+
+// meet applies a corruption until a hit meets it — met grows — trying
+// again when traffic overwrote it first, for at most a minute.
+func meet(apply func() error, met func() int64) error {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		was := met()
+		if err := retry(apply); err != nil {
+			return err
+		}
+		if poll.Until(50*time.Millisecond, time.Millisecond, func() error {
+			if met() == was {
+				return errors.New("not met yet")
+			}
+			return nil
+		}) == nil {
+			return nil
+		}
+	}
+	return errors.New("no hit met the corruption in a minute")
+}
+
+// grows waits until n is larger than it is now: a hit of the kind n
+// counts has been decided since.
+func grows(n *atomic.Int64) error {
+	was := n.Load()
+	return poll.Until(time.Minute, time.Millisecond, func() error {
+		if n.Load() == was {
+			return errors.New("no such hit yet")
+		}
+		return nil
+	})
 }
 
 // retry runs f until it succeeds, at most 1000 times, for file operations
