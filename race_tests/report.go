@@ -106,6 +106,9 @@ func (r *Report) stress(base, mode string, procs, hits int) error {
 	r.Stress = append(r.Stress, s)
 	name := "stress, " + mode
 	counted := fmt.Sprintf("%d counted, %d lost", s.Counted, s.Lost())
+	if s.Torn {
+		counted += ": the final state torn, read as a new window"
+	}
 	if mode == "flock" {
 		r.Results = append(r.Results, result(name+" (fixed_filestore)", fmt.Sprintf("%d counted, 0 lost", s.Expected), counted))
 	} else {
@@ -131,7 +134,11 @@ func (r Report) Print(out io.Writer, timings bool) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "stress mode\tprocesses × hits\texpected\tcounted\tlost\thits/s\t")
 	for _, s := range r.Stress {
-		fmt.Fprintf(tw, "%s\t%d × %d\t%d\t%d\t%d\t%.0f\t\n", s.Mode, s.Procs, s.Hits, s.Expected, s.Counted, s.Lost(), s.HitsPerSecond())
+		mode := s.Mode
+		if s.Torn {
+			mode += " (torn: 0)"
+		}
+		fmt.Fprintf(tw, "%s\t%d × %d\t%d\t%d\t%d\t%.0f\t\n", mode, s.Procs, s.Hits, s.Expected, s.Counted, s.Lost(), s.HitsPerSecond())
 	}
 	tw.Flush()
 	fmt.Fprintf(out, "\nafter SIGKILL of the holder, the waiter went on in %.1f ms\n", float64(r.KillWait.Microseconds())/1000)

@@ -39,12 +39,25 @@ func Stress(dir, mode string, procs, hits int) (StressResult, error) {
 	if _, res.Wall, err = stress.Run(roleStress, procs, "RATELAB_RACE_PATH="+path, "RATELAB_RACE_MODE="+mode, "RATELAB_RACE_HITS="+strconv.Itoa(hits)); err != nil {
 		return res, err
 	}
-	n, err := ReadCount(path)
-	if err != nil {
+	if res.Counted, res.Torn, err = finalCount(path); err != nil {
 		return res, fmt.Errorf("racetests: read final count: %w", err)
 	}
-	res.Counted = n
 	return res, nil
+}
+
+// finalCount reads the count lock-free hitters left at path as they read
+// it: a state torn by writers without a lock (truncate-first can leave a
+// shorter object over a longer one's tail) is a new window, 0.
+func finalCount(path string) (n int64, torn bool, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false, err
+	}
+	st, err := algorithm.DecodeFixed(b)
+	if err != nil {
+		return 0, true, nil
+	}
+	return st.Count, false, nil
 }
 
 // RecordCounter starts procs processes of BrokenCounter, with its lock or

@@ -49,6 +49,10 @@ type Result struct {
 	Procs, Hits       int
 	Expected, Counted int64
 	Wall              time.Duration
+	// Torn says the final state could not be read — writers without a
+	// lock left it torn — and was counted as a new window's, 0, as the
+	// hitters read it.
+	Torn bool
 }
 
 // Lost is how many hits the state does not show.
