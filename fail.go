@@ -12,13 +12,15 @@ import (
 // hit and is configured to fail closed.
 var ErrUnavailable = errors.New("ratelab: rate-limit state unavailable")
 
-// ErrBusy is wrapped by the errors of a store whose server answered that
-// it could not take the hit in time — no free connection, a statement or
-// a lock wait out of time, a statement that reached it past the hit's
-// deadline. That is load, not an outage: a store refuses the hit under
-// FailOpen as under FailClosed, so that no client opens the door by
-// sending fast; FailLocal decides it in the process. It wraps
-// ErrUnavailable.
+// ErrBusy is wrapped by the errors of a database store whose server did
+// not take the hit in time: it said so — no free connection, a statement
+// or a lock wait out of time, a statement that reached it past the hit's
+// deadline — or the hit's time ran out while it waited, for whatever it
+// was waiting on. A client cannot tell a server too busy to answer from
+// one that hangs, and sending fast makes the first: that is load, not an
+// outage. A store refuses the hit under FailOpen as under FailClosed, so
+// that no client opens the door by sending fast; FailLocal decides it in
+// the process. It wraps ErrUnavailable.
 var ErrBusy = fmt.Errorf("%w: the server was too busy to count the hit in time", ErrUnavailable)
 
 // FailPolicy says what a store does when it cannot record a hit (the state

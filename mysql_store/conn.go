@@ -31,14 +31,13 @@ import (
 type connector struct {
 	driver.Connector
 	stmt    string
-	sockets *sync.Map     // driver.Conn → *socket, while it is open
-	greeted *atomic.Int64 // connections made
+	sockets *sync.Map // driver.Conn → *socket, while it is open
 }
 
 // newConnector is a connector for cfg, whose DialFunc it sets when cfg
 // dials by TCP or a Unix socket and has none.
 func newConnector(cfg *mysql.Config, stmt string) (*connector, error) {
-	c := &connector{stmt: stmt, greeted: new(atomic.Int64)}
+	c := &connector{stmt: stmt}
 	switch cfg.Net {
 	case "tcp", "tcp4", "tcp6", "unix":
 		if cfg.DialFunc == nil {
@@ -67,15 +66,13 @@ func dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	return s, nil
 }
 
-// Connect connects, counts the connection, remembers its socket and runs
-// c.stmt.
+// Connect connects, remembers the connection's socket and runs c.stmt.
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	var s *socket
 	conn, err := c.Connector.Connect(context.WithValue(ctx, socketOf{}, &s))
 	if err != nil {
 		return nil, err
 	}
-	c.greeted.Add(1)
 	if ex, ok := conn.(driver.ExecerContext); ok {
 		var me *mysql.MySQLError
 		if _, err := ex.ExecContext(ctx, c.stmt, nil); err != nil && !(errors.As(err, &me) && me.Number == 1193) {
@@ -90,18 +87,13 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	return conn, nil
 }
 
-// Driver is the driver's, with the sockets and the count of connections
-// made: New finds them there.
-func (c *connector) Driver() driver.Driver {
-	return sockets{c.Connector.Driver(), c.sockets, c.greeted}
-}
+// Driver is the driver's, with the sockets: New finds them there.
+func (c *connector) Driver() driver.Driver { return sockets{c.Connector.Driver(), c.sockets} }
 
-// sockets is a connector's driver, its connections' sockets and how many
-// connections it made.
+// sockets is a connector's driver and its connections' sockets.
 type sockets struct {
 	driver.Driver
-	m       *sync.Map
-	greeted *atomic.Int64
+	m *sync.Map
 }
 
 // socket is a connection's socket, which a hit can cut short: once

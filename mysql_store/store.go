@@ -43,11 +43,11 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 		return nil, errors.New("mysqlstore: New needs a database")
 	}
 	s := &Store{db: db}
-	drv := sqlstore.Driver{Overloaded: overloaded, OutOfTime: outOfTime, Tables: tables, Exec: s.exec}
 	if d, ok := db.Driver().(sockets); ok {
-		s.sockets, drv.Greeted = d.m, d.greeted.Load
+		s.sockets = d.m
 	}
-	base, err := sqlstore.NewBase("mysqlstore", sqlstore.Options(opts), drv)
+	base, err := sqlstore.NewBase("mysqlstore", sqlstore.Options(opts), sqlstore.Driver{
+		Overloaded: overloaded, OutOfTime: outOfTime, Tables: tables, Exec: s.exec})
 	if err != nil {
 		return nil, err
 	}
@@ -172,10 +172,12 @@ func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.D
 
 // TakeAt takes one hit of key under r at now and decides it. The hit ends
 // at Options.Timeout or when ctx ends, whichever is first. When the
-// database cannot answer in time, a fail-open store logs and allows the
-// hit with NotCounted set; a fail-closed store logs and returns an error
-// wrapping ratelab.ErrUnavailable; if ctx ended, its error is returned
-// under either policy. An invalid rule or instant, and a state of another
+// database cannot be reached — the connection refused or reset, the host
+// unreachable — a fail-open store logs and allows the hit with NotCounted
+// set; a fail-closed store logs and returns an error wrapping
+// ratelab.ErrUnavailable. A hit the database did not take in time, busy
+// or hung (a client cannot tell which), is refused under both with
+// ratelab.ErrBusy. If ctx ended, its error is returned under every policy. An invalid rule or instant, and a state of another
 // rule with the same name (ratelab.ErrRuleConflict, the state left as it
 // was), are errors under either policy.
 func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {

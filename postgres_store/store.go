@@ -61,8 +61,7 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 		return tag.RowsAffected(), err
 	}
 	base, err := sqlstore.NewBase("postgresstore", sqlstore.Options(opts), sqlstore.Driver{
-		Overloaded: overloaded, OutOfTime: outOfTime, Tables: tables, Exec: exec,
-		Greeted: func() int64 { return pool.Stat().NewConnsCount() }})
+		Overloaded: overloaded, OutOfTime: outOfTime, Tables: tables, Exec: exec})
 	if err != nil {
 		return nil, err
 	}
@@ -132,10 +131,12 @@ func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.D
 
 // TakeAt takes one hit of key under r at now and decides it. The hit ends
 // at Options.Timeout or when ctx ends, whichever is first. When the
-// database cannot answer in time, a fail-open store logs and allows the
-// hit with NotCounted set; a fail-closed store logs and returns an error
-// wrapping ratelab.ErrUnavailable; if ctx ended, its error is returned
-// under either policy. An invalid rule or instant, and a state of another
+// database cannot be reached — the connection refused or reset, the host
+// unreachable — a fail-open store logs and allows the hit with NotCounted
+// set; a fail-closed store logs and returns an error wrapping
+// ratelab.ErrUnavailable. A hit the database did not take in time, busy
+// or hung (a client cannot tell which), is refused under both with
+// ratelab.ErrBusy. If ctx ended, its error is returned under every policy. An invalid rule or instant, and a state of another
 // rule with the same name (ratelab.ErrRuleConflict, the state left as it
 // was), are errors under either policy.
 func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {

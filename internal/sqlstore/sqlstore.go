@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"regexp"
-	"sync/atomic"
 	"time"
 
 	"github.com/ratelab/ratelab"
@@ -82,8 +81,6 @@ type Base struct {
 	rules     algorithm.Rules
 	fail      *ratelab.Failer
 	tables    Tables
-	answered  atomic.Int64 // hits and refusals the server answered, for crowded
-	greeted   func() int64 // the Driver's Greeted
 }
 
 var prefixRE = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
@@ -95,10 +92,6 @@ type Driver struct {
 	Overloaded, OutOfTime func(error) bool
 	Tables                func(prefix string) Tables
 	Exec                  Exec
-	// Greeted returns how many connections the server has accepted and
-	// greeted for this process so far: the answers a hit gets before its
-	// statement's. nil counts none.
-	Greeted func() int64
 }
 
 // NewBase checks o and returns the Base of a store of package pkg, with
@@ -112,7 +105,7 @@ func NewBase(pkg string, o Options, drv Driver) (*Base, error) {
 		return nil, fmt.Errorf("%s: table prefix %q: use 1 to 32 lower-case letters, digits and underscores", pkg, prefix)
 	}
 	b := &Base{Pkg: pkg, Policy: o.FailPolicy, Timeout: cmp.Or(o.Timeout, DefaultTimeout), Log: cmp.Or(o.Logger, slog.Default()),
-		Now: o.Clock, Prefix: prefix, Overloaded: drv.Overloaded, OutOfTime: drv.OutOfTime, tables: drv.Tables(prefix), greeted: drv.Greeted}
+		Now: o.Clock, Prefix: prefix, Overloaded: drv.Overloaded, OutOfTime: drv.OutOfTime, tables: drv.Tables(prefix)}
 	b.tables.exec = drv.Exec
 	if b.Now == nil {
 		b.Now = time.Now
@@ -196,24 +189,31 @@ func Answered(ctx context.Context, err error) error {
 	return err
 }
 
-// ErrCrowded is the cause of a hit whose time ran out after the server
-// answered its process meanwhile: it is there, and busy.
-var ErrCrowded = errors.New("the server answered this process while the hit waited — another hit, a refusal or a connection's greeting — and the hit's time ran out")
+// ErrUnanswered is the cause of a hit whose server did not answer in
+// time: too busy to, or hung, or out of reach — a client cannot tell
+// which, and sending fast makes the first.
+var ErrUnanswered = errors.New("the server did not answer the hit in time")
 
-// crowded returns err, the failure of a hit, as ErrCrowded when the hit's
-// own time ran out (hit ended, the caller's ctx still live) and the server
-// answered the process meanwhile (answered): another hit, a "too many
-// connections", or the greeting of a connection — the one a CGI process
-// opens for its only hit among them. Whether a timeout is an outage or
-// load cannot be told from the hit alone — a stopped server and one too
-// busy to answer in time look the same to it — but a server that answered
-// while the hit waited is up. A hit cut off by a server that stopped
-// answering altogether still follows the fail policy.
-func crowded(hit, caller context.Context, err error, answered bool) error {
-	if answered && hit.Err() != nil && caller.Err() == nil {
-		return fmt.Errorf("%w: %w", ErrCrowded, err)
+// unanswered returns err, the failure of a hit, as ErrUnanswered when the
+// hit's own time ran out (its deadline passed, the caller's has not):
+// whatever the hit was waiting for — the dial, the server's greeting, a
+// connection of its process, the statement's reply — a flood can make it
+// wait that long. A listen queue a flood fills drops new connections
+// (a dial that times out); a server a flood swamps greets them late. Only
+// a server that says it is not there — a refused or reset connection, an
+// unreachable host, a name that does not resolve — is an outage.
+func unanswered(hit, caller context.Context, err error) error {
+	if ended(hit) && !ended(caller) {
+		return fmt.Errorf("%w: %w", ErrUnanswered, err)
 	}
 	return err
+}
+
+// ended reports whether ctx is done or its deadline has passed: a network
+// deadline taken from ctx can fire before ctx's own timer has run.
+func ended(ctx context.Context) bool {
+	d, ok := ctx.Deadline()
+	return ctx.Err() != nil || ok && !time.Now().Before(d)
 }
 
 // ErrLate is the cause of a hit the server reached after its deadline:
@@ -225,9 +225,9 @@ var ErrLate = errors.New("the server reached the hit after its deadline and did 
 // the database could not answer. A server that refuses a connection for
 // want of free ones is busy, not gone (b.Overloaded says which errors say
 // so): the hit waits its turn and tries again, within the timeout. A hit
-// a busy server still could not take in time is refused, wrapping
+// the server still did not take in time is refused, wrapping
 // ratelab.ErrBusy, under every policy but fail-local: load is not an
-// outage. A conflict with another rule of the same name is an error under
+// outage (see unanswered). A conflict with another rule of the same name is an error under
 // every policy.
 func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time, fixed, locked Step) (ratelab.Decision, error) {
 	r, err := b.rules.Admit(r, now)
@@ -243,20 +243,16 @@ func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.
 	if r.Algorithm == ratelab.FixedWindow {
 		step = fixed
 	}
-	seen := b.answers()
 	d, err := step(tctx, h)
 	for try := 0; err != nil && b.Overloaded != nil && b.Overloaded(err); try++ {
-		b.answered.Add(1)
 		b.Log.Debug(b.Pkg+": the server has no free connection: the hit waits its turn", "key", h.Key, "err", err)
 		if !Backoff(tctx, try) {
 			break
 		}
 		d, err = step(tctx, h)
 	}
-	if err == nil || b.busy(err) || errors.Is(err, ratelab.ErrRuleConflict) {
-		b.answered.Add(1)
-	} else {
-		err = crowded(tctx, ctx, err, b.answers() != seen)
+	if err != nil && !b.busy(err) {
+		err = unanswered(tctx, ctx, err)
 	}
 	switch {
 	case err == nil:
@@ -264,26 +260,19 @@ func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.
 	case errors.Is(err, ratelab.ErrRuleConflict):
 		return ratelab.Decision{}, fmt.Errorf("%s: %s: %w", b.Pkg, h.Key, err)
 	case b.busy(err) && b.Policy != ratelab.FailLocal:
-		b.Log.Error(b.Pkg+": hit refused: the server was too busy to count it in time (load is not an outage)", "key", h.Key, "err", err)
+		b.Log.Error(b.Pkg+": hit refused: the server did not take it in time (load is not an outage)", "key", h.Key, "err", err)
 		return ratelab.Decision{}, fmt.Errorf("%s: %w: %w", b.Pkg, ratelab.ErrBusy, err)
 	}
 	return b.fail.Fail(ctx, slog.String("key", h.Key), r, key, now, err)
 }
 
-// answers counts the server's answers to the process so far: hits,
-// refusals and greetings.
-func (b *Base) answers() int64 {
-	n := b.answered.Load()
-	if b.greeted != nil {
-		n += b.greeted()
-	}
-	return n
-}
-
-// busy reports whether err is the server saying it could not take the hit
-// in time: it answered, so it is there, and busy.
+// busy reports whether err says the server could not take the hit in
+// time: no free connection, a statement or a lock wait out of time, a
+// statement past the deadline, a hit that waited for one of its process's
+// connections, or ran out of time waiting for anything else.
 func (b *Base) busy(err error) bool {
-	return errors.Is(err, ErrLate) || errors.Is(err, ErrPoolFull) || errors.Is(err, ErrCrowded) || errors.Is(err, ErrSlow) || b.Overloaded != nil && b.Overloaded(err) || b.OutOfTime != nil && b.OutOfTime(err)
+	return errors.Is(err, ErrLate) || errors.Is(err, ErrPoolFull) || errors.Is(err, ErrSlow) || errors.Is(err, ErrUnanswered) ||
+		b.Overloaded != nil && b.Overloaded(err) || b.OutOfTime != nil && b.OutOfTime(err)
 }
 
 // Backoff waits before try number try+1 of what a busy server turned

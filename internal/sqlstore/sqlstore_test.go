@@ -3,8 +3,11 @@ package sqlstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
-	"sync/atomic"
+	"net"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,84 +43,77 @@ func TestAcquired(t *testing.T) {
 	}
 }
 
-// A hit whose time ran out is load when the server answered the process
-// meanwhile, and follows the fail policy when it answered
-// nobody: a stopped server and a crowded one look the same to the hit
-// alone.
-func TestCrowded(t *testing.T) {
+// A hit whose own time ran out is load, whatever it waited for — the
+// dial, a reply; one that failed with time left (a refused connection)
+// follows the fail policy, and so does one whose caller gave up.
+func TestUnanswered(t *testing.T) {
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
+	past, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
 	live := context.Background()
-	cut := errors.New("timeout: context deadline exceeded")
+	read := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	dial := &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 	for _, tt := range []struct {
 		name        string
 		hit, caller context.Context
-		answered    bool
-		crowded     bool
+		err         error
+		unanswered  bool
 	}{
-		{"the process answered, the hit's time up", ended, live, true, true},
-		{"nobody answered: an outage", ended, live, false, false},
-		{"the caller gave up", ended, ended, true, false},
-		{"time left: another failure", live, live, true, false},
+		{"no reply, the hit's time up", ended, live, fmt.Errorf("timeout: %w", read), true},
+		{"the dial unanswered, the hit's time up", ended, live, fmt.Errorf("dial error: %w", dial), true},
+		{"the deadline past, its timer not yet run", past, live, read, true},
+		{"refused, time left: an outage", live, live, refused, false},
+		{"the caller gave up", ended, ended, read, false},
 	} {
-		got := crowded(tt.hit, tt.caller, cut, tt.answered)
-		if errors.Is(got, ErrCrowded) != tt.crowded || !errors.Is(got, cut) {
-			t.Errorf("%s: Crowded = %v, want ErrCrowded %v", tt.name, got, tt.crowded)
+		got := unanswered(tt.hit, tt.caller, tt.err)
+		if errors.Is(got, ErrUnanswered) != tt.unanswered || !errors.Is(got, tt.err) {
+			t.Errorf("%s: unanswered = %v, want ErrUnanswered %v", tt.name, got, tt.unanswered)
 		}
 	}
 }
 
-// Under fail-open, a hit that timed out while the server answered another
-// hit, turned a connection away, or greeted a connection of the process
-// is refused as busy, not let through uncounted; one that timed out while
-// the server answered nobody is let through, as an outage.
-func TestTakeAtCrowdedIsBusy(t *testing.T) {
-	b, err := NewBase("teststore", Options{FailPolicy: ratelab.FailOpen, Timeout: time.Second, Logger: slog.New(slog.DiscardHandler)},
-		Driver{Tables: func(string) Tables { return Tables{} }})
+// Under fail-open, a hit that ran out of time — on the statement, after a
+// "too many connections", or on the dial — is refused as busy, not let
+// through uncounted; one refused a connection is let through, as an
+// outage.
+func TestTakeAtUnansweredIsBusy(t *testing.T) {
+	b, err := NewBase("teststore", Options{FailPolicy: ratelab.FailOpen, Timeout: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)},
+		Driver{Tables: func(string) Tables { return Tables{} }, Overloaded: func(err error) bool { return err.Error() == "too many connections" }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := ratelab.Rule{Name: "r", Limit: 5, Window: time.Hour}
 	now := time.Unix(1_780_000_000, 0)
-	answered := func(context.Context, Hit) (ratelab.Decision, error) { return ratelab.Decision{Allowed: true}, nil }
-	timedOut := func(other Step) Step {
+	timedOut := func(err error) Step {
 		return func(ctx context.Context, h Hit) (ratelab.Decision, error) {
-			if other != nil {
-				if _, err := b.TakeAt(context.Background(), r, "other", now, other, other); err != nil {
-					t.Fatal(err)
-				}
-			}
 			<-ctx.Done()
-			return ratelab.Decision{}, errors.New("timeout: context deadline exceeded")
+			return ratelab.Decision{}, err
 		}
 	}
-	b.Timeout = 20 * time.Millisecond
-	_, err = b.TakeAt(context.Background(), r, "k", now, timedOut(answered), nil)
-	if !errors.Is(err, ratelab.ErrBusy) {
-		t.Errorf("another hit answered meanwhile: got %v, want ErrBusy", err)
-	}
-	d, err := b.TakeAt(context.Background(), r, "k", now, timedOut(nil), nil)
-	if err != nil || d.NotCounted == nil {
-		t.Errorf("nobody answered: got %+v, %v, want an allowed hit, not counted (fail-open)", d, err)
-	}
-	var greeted atomic.Int64
-	b.greeted = greeted.Load
-	connected := func(ctx context.Context, h Hit) (ratelab.Decision, error) {
-		greeted.Add(1) // the hit's connection, greeted; then its statement waits
-		return timedOut(nil)(ctx, h)
-	}
-	if _, err := b.TakeAt(context.Background(), r, "k", now, connected, nil); !errors.Is(err, ratelab.ErrBusy) {
-		t.Errorf("the hit's connection greeted: got %v, want ErrBusy", err)
-	}
-	b.Overloaded = func(err error) bool { return err.Error() == "too many connections" }
+	sent := timedOut(errors.New("timeout: context deadline exceeded"))
 	tries := 0
 	turnedAway := func(ctx context.Context, h Hit) (ratelab.Decision, error) {
 		if tries++; tries == 1 {
 			return ratelab.Decision{}, errors.New("too many connections")
 		}
-		return timedOut(nil)(ctx, h)
+		return sent(ctx, h)
 	}
-	if _, err := b.TakeAt(context.Background(), r, "k", now, turnedAway, nil); !errors.Is(err, ratelab.ErrBusy) {
-		t.Errorf("turned away, then timed out: got %v, want ErrBusy", err)
+	dialed := timedOut(&net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded})
+	for _, c := range []struct {
+		name string
+		step Step
+	}{{"the statement sent", sent}, {"turned away, then timed out", turnedAway}, {"the dial unanswered", dialed}} {
+		if _, err := b.TakeAt(context.Background(), r, "k", now, c.step, nil); !errors.Is(err, ratelab.ErrBusy) {
+			t.Errorf("%s: got %v, want ErrBusy", c.name, err)
+		}
+	}
+	refused := func(context.Context, Hit) (ratelab.Decision, error) {
+		return ratelab.Decision{}, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	}
+	d, err := b.TakeAt(context.Background(), r, "k", now, refused, nil)
+	if err != nil || d.NotCounted == nil {
+		t.Errorf("refused: got %+v, %v, want an allowed hit, not counted (fail-open)", d, err)
 	}
 }

@@ -140,8 +140,10 @@ type Database struct {
 	// MissingDB the server with a bad password and a database that does
 	// not exist.
 	DSN, Addr, Unreachable, WrongPassword, MissingDB string
-	Refused                                          error // the package's ErrRefused
-	SweepSize                                        int   // rows per DELETE of a sweep
+	// At returns a DSN of DSN's user and database at another address.
+	At        func(addr string) string
+	Refused   error // the package's ErrRefused
+	SweepSize int   // rows per DELETE of a sweep
 	// Hold locks row k of table in a transaction of another connection
 	// (SELECT … FOR UPDATE) and returns what rolls it back.
 	Hold func(t testing.TB, dsn, table, k string) (release func())
@@ -184,6 +186,7 @@ func RunDatabase(t *testing.T, d Database) {
 	t.Run("rows no rule wrote are replaced, logged and decided", func(t *testing.T) { hostile(t, d) })
 	t.Run("a row held past the timeout is load: refused under fail-open", func(t *testing.T) { heldIsLoad(t, d) })
 	t.Run("a hit whose connection the server answered, then out of time, is load", func(t *testing.T) { greetedIsLoad(t, d) })
+	t.Run("a server that takes connections and never answers is load: refused under fail-open", func(t *testing.T) { silentIsLoad(t, d) })
 	t.Run("an outage follows the policy", func(t *testing.T) {
 		open := d.Connect(t, d.Unreachable, 200*time.Millisecond)
 		Outage(t, d.Pkg, func(p ratelab.FailPolicy, log *slog.Logger) ratelab.Store {

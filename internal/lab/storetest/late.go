@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -208,4 +211,64 @@ func greetedIsLoad(t *testing.T, d Database) {
 		assert.ErrorIs(t, err, ratelab.ErrBusy, "%s: the server answered the hit's connection; fail-open refuses", rule.Algorithm)
 		assert.False(t, dec.Allowed, "%s", rule.Algorithm)
 	}
+}
+
+// silentIsLoad checks that a server that takes connections and never
+// answers is refused as busy under fail-open, one hit at a time or 40 at
+// once (more than a process's connections): a client cannot tell it from
+// a server a flood keeps from answering, and a store that let these
+// through would let a flood through. A newcomer found the store did both,
+// depending on how many hits came at once and how a driver counted
+// connections; the page now says which. A server the store cannot reach
+// at all — "an outage follows the policy" — is an outage.
+func silentIsLoad(t *testing.T, d Database) {
+	addr := silentServer(t)
+	for _, n := range []int{1, 40} {
+		open := d.Connect(t, d.At(addr), 300*time.Millisecond)
+		s := open(Options{Prefix: fmt.Sprintf("t%d_", prefixes.Add(1)), Timeout: 300 * time.Millisecond,
+			Policy: ratelab.FailOpen, Logger: slog.New(slog.DiscardHandler)})
+		var refused atomic.Int64
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() {
+				dec, err := s.TakeAt(context.Background(), Original, Key, T0)
+				if !errors.Is(err, ratelab.ErrBusy) || dec.Allowed {
+					t.Errorf("%d at once: got %+v, %v; want the hit refused as busy (ratelab.ErrBusy)", n, dec, err)
+					return
+				}
+				refused.Add(1)
+			})
+		}
+		wg.Wait()
+		assert.Equal(t, int64(n), refused.Load(), "%d hits at once on a server that never answers", n)
+	}
+}
+
+// silentServer listens on a loopback port, takes every connection and
+// never answers, until the test ends; it returns the address.
+func silentServer(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
 }
