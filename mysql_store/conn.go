@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/ratelab/ratelab/internal/sqlstore"
 )
 
 // A hit's deadline is kept at the socket. The driver keeps a context's
@@ -70,6 +72,12 @@ func dial(ctx context.Context, network, addr string) (net.Conn, error) {
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	var s *socket
 	conn, err := c.Connector.Connect(context.WithValue(ctx, socketOf{}, &s))
+	if err != nil && (s != nil && s.timedOut.Load() || sqlstore.Timeout(err)) {
+		// The driver says "invalid connection" for a handshake it read
+		// past its deadline; database/sql hands a failed attempt of its
+		// opener to whichever hit waits, whose own time may be left.
+		return nil, fmt.Errorf("%w: %w", sqlstore.ErrUnanswered, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -100,8 +108,9 @@ type sockets struct {
 // aborted, every deadline the driver sets is in the past.
 type socket struct {
 	net.Conn
-	aborted atomic.Bool
-	forget  func()
+	aborted  atomic.Bool
+	timedOut atomic.Bool // a read ran past its deadline
+	forget   func()
 	// stmts are the statements prepared on the connection, by query: used
 	// only by the hit that holds the connection.
 	stmts map[string]driver.StmtExecContext
@@ -122,6 +131,15 @@ func (s *socket) kept(set func(time.Time) error, t time.Time) error {
 		return set(past)
 	}
 	return err
+}
+
+// Read reads, and remembers a read that ran past its deadline.
+func (s *socket) Read(b []byte) (int, error) {
+	n, err := s.Conn.Read(b)
+	if err != nil && sqlstore.Timeout(err) {
+		s.timedOut.Store(true)
+	}
+	return n, err
 }
 
 func (s *socket) SetDeadline(t time.Time) error      { return s.kept(s.Conn.SetDeadline, t) }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"regexp"
 	"time"
 
@@ -192,7 +193,7 @@ func Answered(ctx context.Context, err error) error {
 // ErrUnanswered is the cause of a hit whose server did not answer in
 // time: too busy to, or hung, or out of reach — a client cannot tell
 // which, and sending fast makes the first.
-var ErrUnanswered = errors.New("the server did not answer the hit in time")
+var ErrUnanswered = errors.New("the server did not answer in time")
 
 // unanswered returns err, the failure of a hit, as ErrUnanswered when the
 // hit's own time ran out (its deadline passed, the caller's has not):
@@ -203,10 +204,19 @@ var ErrUnanswered = errors.New("the server did not answer the hit in time")
 // a server that says it is not there — a refused or reset connection, an
 // unreachable host, a name that does not resolve — is an outage.
 func unanswered(hit, caller context.Context, err error) error {
-	if ended(hit) && !ended(caller) {
+	if (ended(hit) || Timeout(err)) && !ended(caller) {
 		return fmt.Errorf("%w: %w", ErrUnanswered, err)
 	}
 	return err
+}
+
+// Timeout reports whether err is a network wait that ran out of time — a
+// dial, a read — whose own deadline can come before the hit's: a driver's
+// connection timeout, or database/sql's opener's attempt for another hit,
+// handed to this one.
+func Timeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // ended reports whether ctx is done or its deadline has passed: a network
@@ -259,7 +269,7 @@ func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.
 		return d, nil
 	case errors.Is(err, ratelab.ErrRuleConflict):
 		return ratelab.Decision{}, fmt.Errorf("%s: %s: %w", b.Pkg, h.Key, err)
-	case b.busy(err) && b.Policy != ratelab.FailLocal:
+	case b.busy(err) && b.Policy != ratelab.FailLocal && !ended(ctx):
 		b.Log.Error(b.Pkg+": hit refused: the server did not take it in time (load is not an outage)", "key", h.Key, "err", err)
 		return ratelab.Decision{}, fmt.Errorf("%s: %w: %w", b.Pkg, ratelab.ErrBusy, err)
 	}

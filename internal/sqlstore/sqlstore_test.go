@@ -64,6 +64,7 @@ func TestUnanswered(t *testing.T) {
 		{"no reply, the hit's time up", ended, live, fmt.Errorf("timeout: %w", read), true},
 		{"the dial unanswered, the hit's time up", ended, live, fmt.Errorf("dial error: %w", dial), true},
 		{"the deadline past, its timer not yet run", past, live, read, true},
+		{"a dial's own timeout, the hit's time left", live, live, dial, true},
 		{"refused, time left: an outage", live, live, refused, false},
 		{"the caller gave up", ended, ended, read, false},
 	} {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -158,4 +159,42 @@ func TestServeSharesTheDatabasesConnections(t *testing.T) {
 	assert.Empty(t, url)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr.String(), "80 processes need a connection each, and the server accepts 97")
+}
+
+// A database that takes connections and never answers is load, not an
+// outage: serve warns that it does not answer and that hits are refused
+// as busy — the warning said "every hit fails open" (an attacker's
+// finding) — and a hit under the default policy is answered 503.
+func TestServeSaysASilentDatabaseRefusesHits(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		var conns []net.Conn // held open, never answered, closed with the listener's test
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				for _, c := range conns {
+					c.Close()
+				}
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	for _, db := range []struct{ store, flag, dsn string }{
+		{"mysql", "-mysql", "ratelab:x@tcp(" + ln.Addr().String() + ")/ratelab"},
+		{"postgres", "-postgres", "postgres://ratelab:x@" + ln.Addr().String() + "/ratelab"},
+	} {
+		t.Run(db.store, func(t *testing.T) {
+			url, code, stderr := startServe(t, "", "-model", "single", "-store", db.store, db.flag, db.dsn, "-addr", "127.0.0.1:0")
+			require.NotEmpty(t, url, "serve exited %d: %s", code, stderr)
+			assert.Contains(t, stderr.String(), "does not answer")
+			assert.Contains(t, stderr.String(), "refused as busy (503)")
+			resp, err := (&http.Client{Timeout: 10 * time.Second}).Post(url, "", nil)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+		})
+	}
 }
