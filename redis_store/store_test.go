@@ -164,46 +164,11 @@ func TestEveryAlgorithmHasAKeyWithAnExpiry(t *testing.T) {
 	}
 }
 
-// silentServer is a Redis that hangs: it accepts connections on loopback
-// and never answers. It returns its address; the test's end closes it and
-// every connection it accepted.
-func silentServer(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var mu sync.Mutex
-	var conns []net.Conn
-	closed := false
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		closed = true
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			if closed { // accepted as the test ended
-				c.Close()
-			}
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	return ln.Addr().String()
-}
-
 // The caller's context ends the round trip: a Redis that never answers,
 // a context cancelled meanwhile, and the hit returns the context's error
 // under either policy, not the fail policy's answer.
 func TestContextEndsTheRoundTrip(t *testing.T) {
-	addr := silentServer(t)
+	addr := storetest.SilentServer(t)
 	for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed} {
 		c, err := redisstore.NewClient("redis://"+addr+"/0", time.Minute)
 		require.NoError(t, err)
@@ -230,7 +195,7 @@ func TestRedisDownFollowsPolicy(t *testing.T) {
 		ln.Close()
 		return addr
 	}
-	silent := func() string { return silentServer(t) }
+	silent := func() string { return storetest.SilentServer(t) }
 	for name, addr := range map[string]func() string{"refused": refused, "silent": silent} {
 		for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed, ratelab.FailLocal} {
 			t.Run(name+"/fail-"+policy.String(), func(t *testing.T) {

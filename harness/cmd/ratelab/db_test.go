@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -166,25 +165,10 @@ func TestServeSharesTheDatabasesConnections(t *testing.T) {
 // as busy — the warning said "every hit fails open" (an attacker's
 // finding) — and a hit under the default policy is answered 503.
 func TestServeSaysASilentDatabaseRefusesHits(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		var conns []net.Conn // held open, never answered, closed with the listener's test
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				for _, c := range conns {
-					c.Close()
-				}
-				return
-			}
-			conns = append(conns, c)
-		}
-	}()
+	addr := storetest.SilentServer(t)
 	for _, db := range []struct{ store, flag, dsn string }{
-		{"mysql", "-mysql", "ratelab:x@tcp(" + ln.Addr().String() + ")/ratelab"},
-		{"postgres", "-postgres", "postgres://ratelab:x@" + ln.Addr().String() + "/ratelab"},
+		{"mysql", "-mysql", "ratelab:x@tcp(" + addr + ")/ratelab"},
+		{"postgres", "-postgres", "postgres://ratelab:x@" + addr + "/ratelab"},
 	} {
 		t.Run(db.store, func(t *testing.T) {
 			url, code, stderr := startServe(t, "", "-model", "single", "-store", db.store, db.flag, db.dsn, "-addr", "127.0.0.1:0")

@@ -225,7 +225,7 @@ func greetedIsLoad(t *testing.T, d Database) {
 // connections; the page now says which. A server the store cannot reach
 // at all — "an outage follows the policy" — is an outage.
 func silentIsLoad(t *testing.T, d Database) {
-	addr := silentServer(t)
+	addr := SilentServer(t)
 	for _, c := range []struct{ n, each int }{{1, 1}, {40, 1}, {40, 4}} {
 		n := c.n
 		open := d.Connect(t, d.At(addr), 300*time.Millisecond)
@@ -250,13 +250,24 @@ func silentIsLoad(t *testing.T, d Database) {
 	}
 }
 
-// silentServer listens on a loopback port, takes every connection and
-// never answers, until the test ends; it returns the address.
-func silentServer(t *testing.T) string {
+// SilentServer is a server that hangs — a Redis, a database: it accepts
+// connections on loopback and never answers. It returns its address; the
+// test's end closes it and every connection it accepted.
+func SilentServer(t testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	var mu sync.Mutex
 	var conns []net.Conn
+	closed := false
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		closed = true
+		for _, c := range conns {
+			c.Close()
+		}
+	})
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -264,17 +275,12 @@ func silentServer(t *testing.T) string {
 				return
 			}
 			mu.Lock()
+			if closed { // accepted as the test ended
+				c.Close()
+			}
 			conns = append(conns, c)
 			mu.Unlock()
 		}
 	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
 	return ln.Addr().String()
 }
