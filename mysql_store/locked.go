@@ -58,33 +58,33 @@ func returningServer(version string) bool {
 // MariaDB in two round trips (lockedInBlocks), on MySQL in five
 // (lockedInTx).
 func (s *Store) takeLocked(ctx context.Context, h sqlstore.Hit) (ratelab.Decision, error) {
-	conn, queued, err := s.conn(ctx)
+	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return ratelab.Decision{}, err
 	}
 	defer conn.Close()
 	two, err := s.server.twoTrips(ctx, conn)
 	if err != nil {
-		return ratelab.Decision{}, sqlstore.Acquired(ctx, err, queued)
+		return ratelab.Decision{}, err
 	}
 	lock := s.lockedInTx
 	if two {
 		lock = s.lockedInBlocks
 	}
 	stmts, end := s.bound(ctx, conn, s.socketOf(conn))
-	d, err := lock(ctx, stmts, conn, queued, h)
+	d, err := lock(stmts, conn, h)
 	return d, end(err)
 }
 
 // lockedInBlocks is takeLocked in two round trips: a block that starts
 // the transaction and creates or locks the row, returning its state; a
-// block that writes the new state and commits. ctx is the hit's, stmts
-// what the statements run under (see bound).
-func (s *Store) lockedInBlocks(ctx, stmts context.Context, conn *sql.Conn, queued bool, h sqlstore.Hit) (ratelab.Decision, error) {
+// block that writes the new state and commits. stmts is what the
+// statements run under (see bound).
+func (s *Store) lockedInBlocks(stmts context.Context, conn *sql.Conn, h sqlstore.Hit) (ratelab.Decision, error) {
 	var old []byte
 	var inTime bool
 	if err := conn.QueryRowContext(stmts, s.q.lockBlock, h.Key, h.Deadline).Scan(&old, &inTime); err != nil {
-		return ratelab.Decision{}, rollback(stmts, conn, sqlstore.Acquired(ctx, err, queued))
+		return ratelab.Decision{}, rollback(stmts, conn, err)
 	}
 	res, err := s.step(h, old, inTime)
 	if err != nil {
@@ -95,9 +95,7 @@ func (s *Store) lockedInBlocks(ctx, stmts context.Context, conn *sql.Conn, queue
 		q, args = s.q.updateBlock, []any{res.State, sqlstore.Expiry(res.Decision, h.Now), h.Key}
 	}
 	if _, err := conn.ExecContext(stmts, q, args...); err != nil {
-		// The server answered the first block: a hit that ran out of
-		// time since waited on a busy server.
-		return ratelab.Decision{}, rollback(stmts, conn, sqlstore.Answered(ctx, err))
+		return ratelab.Decision{}, rollback(stmts, conn, err)
 	}
 	return res.Decision, nil
 }
@@ -129,15 +127,14 @@ func rollback(ctx context.Context, conn *sql.Conn, err error) error {
 // lockedInTx is takeLocked on MySQL, in a transaction of database/sql:
 // BEGIN, the upsert that creates or locks the row, SELECT … FOR UPDATE,
 // UPDATE, COMMIT.
-func (s *Store) lockedInTx(ctx, stmts context.Context, conn *sql.Conn, queued bool, h sqlstore.Hit) (d ratelab.Decision, err error) {
+func (s *Store) lockedInTx(stmts context.Context, conn *sql.Conn, h sqlstore.Hit) (d ratelab.Decision, err error) {
 	tx, err := conn.BeginTx(stmts, nil)
 	if err != nil {
-		return d, sqlstore.Acquired(ctx, err, queued)
+		return d, err
 	}
 	defer func() {
 		if err != nil {
 			tx.Rollback()
-			err = sqlstore.Answered(ctx, err) // the server answered START TRANSACTION
 		}
 	}()
 	// Create the row, or take its lock if it exists: SELECT … FOR UPDATE

@@ -177,20 +177,12 @@ func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.D
 // set; a fail-closed store logs and returns an error wrapping
 // ratelab.ErrUnavailable. A hit the database did not take in time, busy
 // or hung (a client cannot tell which), is refused under both with
-// ratelab.ErrBusy. If ctx ended, its error is returned under every policy. An invalid rule or instant, and a state of another
-// rule with the same name (ratelab.ErrRuleConflict, the state left as it
-// was), are errors under either policy.
+// ratelab.ErrBusy. If ctx ended, its error is returned under every
+// policy. An invalid rule or instant, and a state of another rule with the
+// same name (ratelab.ErrRuleConflict, the state left as it was), are
+// errors under every policy.
 func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
 	return s.base.TakeAt(ctx, r, key, now, s.takeFixed, s.takeLocked)
-}
-
-// conn takes one of the pool's connections for a hit, and reports
-// whether the hit queued for it behind the process's other hits.
-func (s *Store) conn(ctx context.Context) (*sql.Conn, bool, error) {
-	st := s.db.Stats()
-	queued := sqlstore.Queued(st.InUse, st.MaxOpenConnections)
-	c, err := s.db.Conn(ctx)
-	return c, queued, sqlstore.Acquired(ctx, err, queued)
 }
 
 // countBits is how many low bits of the fixed statement's packed result
@@ -201,7 +193,7 @@ const countBits = 28
 // matched no row. fixedSQL's packed result is 0 when it set none: it
 // inserted the row (one row affected) or the deadline had passed (none).
 func (s *Store) takeFixed(ctx context.Context, h sqlstore.Hit) (ratelab.Decision, error) {
-	conn, queued, err := s.conn(ctx)
+	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return ratelab.Decision{}, err
 	}
@@ -210,7 +202,7 @@ func (s *Store) takeFixed(ctx context.Context, h sqlstore.Hit) (ratelab.Decision
 	stmts, end := s.bound(ctx, conn, sock)
 	packed, inserted, err := s.fixed(stmts, conn, sock, h, b)
 	if err = end(err); err != nil {
-		return ratelab.Decision{}, sqlstore.Acquired(ctx, err, queued)
+		return ratelab.Decision{}, err
 	}
 	switch {
 	case packed == 0 && !inserted:

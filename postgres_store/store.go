@@ -136,9 +136,10 @@ func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.D
 // set; a fail-closed store logs and returns an error wrapping
 // ratelab.ErrUnavailable. A hit the database did not take in time, busy
 // or hung (a client cannot tell which), is refused under both with
-// ratelab.ErrBusy. If ctx ended, its error is returned under every policy. An invalid rule or instant, and a state of another
-// rule with the same name (ratelab.ErrRuleConflict, the state left as it
-// was), are errors under either policy.
+// ratelab.ErrBusy. If ctx ended, its error is returned under every
+// policy. An invalid rule or instant, and a state of another rule with the
+// same name (ratelab.ErrRuleConflict, the state left as it was), are
+// errors under every policy.
 func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
 	return s.base.TakeAt(ctx, r, key, now, s.takeFixed, s.takeLocked)
 }
@@ -148,7 +149,7 @@ func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time
 // changes only a corrupt row, tells which — or, if another hit replaced
 // the row first, the statement runs once more.
 func (s *Store) takeFixed(ctx context.Context, h sqlstore.Hit) (ratelab.Decision, error) {
-	conn, queued, err := s.acquire(ctx)
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return ratelab.Decision{}, err
 	}
@@ -167,25 +168,16 @@ func (s *Store) takeFixed(ctx context.Context, h sqlstore.Hit) (ratelab.Decision
 		case err == nil:
 			return h.FixedDecision(count, resetAt)
 		case !errors.Is(err, pgx.ErrNoRows):
-			return ratelab.Decision{}, sqlstore.Acquired(ctx, err, queued)
+			return ratelab.Decision{}, err
 		}
 	}
 	return ratelab.Decision{}, sqlstore.ErrLate
 }
 
-// acquire takes one of the pool's connections for a hit, and reports
-// whether the hit queued for it behind the process's other hits.
-func (s *Store) acquire(ctx context.Context) (*pgxpool.Conn, bool, error) {
-	st := s.pool.Stat()
-	queued := sqlstore.Queued(int(st.AcquiredConns()), int(st.MaxConns()))
-	c, err := s.pool.Acquire(ctx)
-	return c, queued, sqlstore.Acquired(ctx, err, queued)
-}
-
 // takeLocked runs package algorithm's step on the row under its lock, in
 // two round trips: BEGIN and the locking upsert; the UPDATE and COMMIT.
 func (s *Store) takeLocked(ctx context.Context, h sqlstore.Hit) (ratelab.Decision, error) {
-	conn, queued, err := s.acquire(ctx)
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return ratelab.Decision{}, err
 	}
@@ -198,7 +190,7 @@ func (s *Store) takeLocked(ctx context.Context, h sqlstore.Hit) (ratelab.Decisio
 	b.Queue("BEGIN")
 	b.Queue(s.q.lock, h.Key, h.Deadline).QueryRow(func(row pgx.Row) error { return row.Scan(&old, &inTime) })
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return ratelab.Decision{}, sqlstore.Acquired(ctx, err, queued)
+		return ratelab.Decision{}, err
 	}
 	res, err := algorithm.Take(nil, old, h.Rule, h.Now)
 	if err == nil && !inTime {
@@ -217,7 +209,7 @@ func (s *Store) takeLocked(ctx context.Context, h sqlstore.Hit) (ratelab.Decisio
 	}
 	b.Queue("COMMIT")
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return ratelab.Decision{}, sqlstore.Answered(ctx, err) // the server answered the first batch
+		return ratelab.Decision{}, err
 	}
 	return res.Decision, nil
 }

@@ -156,40 +156,6 @@ func (h Hit) FixedDecision(count, resetAt int64) (ratelab.Decision, error) {
 // Step takes one hit.
 type Step func(ctx context.Context, h Hit) (ratelab.Decision, error)
 
-// ErrPoolFull is the cause of a hit that waited until its deadline for
-// one of its process's own connections, every one busy with other hits:
-// load, not an outage.
-var ErrPoolFull = errors.New("every connection of this process was busy with other hits until the deadline")
-
-// Queued reports whether a hit must queue for a connection: inUse of the
-// pool's max are taken.
-func Queued(inUse, max int) bool { return max > 0 && inUse >= max }
-
-// Acquired returns err, a hit's failure once it queued for a connection
-// of its process's pool (queued), as ErrPoolFull when the hit's ctx ended:
-// its time went waiting behind the process's other hits. Any other
-// failure — a dial that failed or timed out, a hit that never queued — is
-// returned as it is.
-func Acquired(ctx context.Context, err error, queued bool) error {
-	if err != nil && queued && ctx.Err() != nil {
-		return fmt.Errorf("%w: %w", ErrPoolFull, err)
-	}
-	return err
-}
-
-// ErrSlow is the cause of a hit whose server had answered it, then ran out
-// of the hit's time: it is there, and busy.
-var ErrSlow = errors.New("the server answered the hit, then ran out of its time")
-
-// Answered returns err, the failure of a hit after the server answered it
-// once, as ErrSlow if the hit's ctx ended.
-func Answered(ctx context.Context, err error) error {
-	if err != nil && ctx.Err() != nil {
-		return fmt.Errorf("%w: %w", ErrSlow, err)
-	}
-	return err
-}
-
 // ErrUnanswered is the cause of a hit whose server did not answer in
 // time: too busy to, or hung, or out of reach — a client cannot tell
 // which, and sending fast makes the first.
@@ -210,10 +176,10 @@ func unanswered(hit, caller context.Context, err error) error {
 	return err
 }
 
-// Timeout reports whether err is a network wait that ran out of time — a
-// dial, a read — whose own deadline can come before the hit's: a driver's
-// connection timeout, or database/sql's opener's attempt for another hit,
-// handed to this one.
+// Timeout reports whether err is a wait that ran out of time — a dial, a
+// read, a context's deadline — whose own deadline can come before the
+// hit's: a driver's connection timeout, or database/sql's opener's
+// attempt for another hit, handed to this one.
 func Timeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
@@ -237,8 +203,8 @@ var ErrLate = errors.New("the server reached the hit after its deadline and did 
 // so): the hit waits its turn and tries again, within the timeout. A hit
 // the server still did not take in time is refused, wrapping
 // ratelab.ErrBusy, under every policy but fail-local: load is not an
-// outage (see unanswered). A conflict with another rule of the same name is an error under
-// every policy.
+// outage (see unanswered). A conflict with another rule of the same name
+// is an error under every policy.
 func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time, fixed, locked Step) (ratelab.Decision, error) {
 	r, err := b.rules.Admit(r, now)
 	if err != nil {
@@ -281,8 +247,7 @@ func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.
 // statement past the deadline, a hit that waited for one of its process's
 // connections, or ran out of time waiting for anything else.
 func (b *Base) busy(err error) bool {
-	return errors.Is(err, ErrLate) || errors.Is(err, ErrPoolFull) || errors.Is(err, ErrSlow) || errors.Is(err, ErrUnanswered) ||
-		b.Overloaded != nil && b.Overloaded(err) || b.OutOfTime != nil && b.OutOfTime(err)
+	return errors.Is(err, ErrLate) || errors.Is(err, ErrUnanswered) || b.Overloaded != nil && b.Overloaded(err) || b.OutOfTime != nil && b.OutOfTime(err)
 }
 
 // Backoff waits before try number try+1 of what a busy server turned

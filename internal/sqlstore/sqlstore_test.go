@@ -14,35 +14,6 @@ import (
 	"github.com/ratelab/ratelab"
 )
 
-// A hit that queued behind its process's other hits and ran out of time
-// is load; one that did not queue (a dial that failed or timed out) is not.
-func TestAcquired(t *testing.T) {
-	ended, cancel := context.WithCancel(context.Background())
-	cancel()
-	waited := errors.New("context canceled")
-	for _, tt := range []struct {
-		name   string
-		ctx    context.Context
-		queued bool
-		full   bool
-	}{
-		{"queued, the hit's time up", ended, true, true},
-		{"never queued: a dial that timed out", ended, false, false},
-		{"time left: the dial failed", context.Background(), true, false},
-	} {
-		got := Acquired(tt.ctx, waited, tt.queued)
-		if errors.Is(got, ErrPoolFull) != tt.full || !errors.Is(got, waited) {
-			t.Errorf("%s: Acquired = %v, want ErrPoolFull %v", tt.name, got, tt.full)
-		}
-	}
-	if Acquired(ended, nil, true) != nil {
-		t.Error("Acquired(nil) is not nil")
-	}
-	if !Queued(10, 10) || Queued(9, 10) || Queued(10, 0) {
-		t.Error("Queued: every connection taken of a bounded pool, and only then")
-	}
-}
-
 // A hit whose own time ran out is load, whatever it waited for — the
 // dial, a reply; one that failed with time left (a refused connection)
 // follows the fail policy, and so does one whose caller gave up.
@@ -66,6 +37,7 @@ func TestUnanswered(t *testing.T) {
 		{"the deadline past, its timer not yet run", past, live, read, true},
 		{"a dial's own timeout, the hit's time left", live, live, dial, true},
 		{"refused, time left: an outage", live, live, refused, false},
+		{"reset, time left: an outage", live, live, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, false},
 		{"the caller gave up", ended, ended, read, false},
 	} {
 		got := unanswered(tt.hit, tt.caller, tt.err)

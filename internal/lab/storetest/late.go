@@ -189,9 +189,9 @@ func heldIsLoad(t *testing.T, d Database) {
 // CGI: a process's one hit connected — the server answered its greeting —
 // then ran out of its time at the client before the server answered the
 // statement, and fail-open let it through uncounted (28 of 2000 hits,
-// PostgreSQL under CGI, 200 at once on a busy two-core machine). A server
-// that answered the hit's connection is there, and busy: the hit is
-// refused. A row held by another transaction keeps the statement waiting;
+// PostgreSQL under CGI, 200 at once on a busy two-core machine). A hit
+// that runs out of its time is load, whatever it waited for: refused. A
+// row held by another transaction keeps the statement waiting;
 // the server's own bound (the pool's, 5 s) is past the hit's (300 ms).
 func greetedIsLoad(t *testing.T, d Database) {
 	for _, rule := range []ratelab.Rule{Original, {Name: "greeted", Limit: 3, Window: time.Minute, Algorithm: ratelab.SlidingLog}} {
