@@ -7,14 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-
-	"github.com/ratelab/ratelab/internal/sqlstore"
 )
 
 // A hit's deadline is kept at the socket. The driver keeps a context's
@@ -72,11 +71,12 @@ func dial(ctx context.Context, network, addr string) (net.Conn, error) {
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	var s *socket
 	conn, err := c.Connector.Connect(context.WithValue(ctx, socketOf{}, &s))
-	if err != nil && (s != nil && s.timedOut.Load() || sqlstore.Timeout(err)) {
+	if err != nil && s != nil && s.timedOut.Load() {
 		// The driver says "invalid connection" for a handshake it read
-		// past its deadline; database/sql hands a failed attempt of its
-		// opener to whichever hit waits, whose own time may be left.
-		return nil, fmt.Errorf("%w: %w", sqlstore.ErrUnanswered, err)
+		// past its deadline: say it timed out, which the store takes for
+		// load even when database/sql hands the failed attempt of its
+		// opener to a hit whose own time is left.
+		return nil, fmt.Errorf("%w: %w", os.ErrDeadlineExceeded, err)
 	}
 	if err != nil {
 		return nil, err
@@ -136,7 +136,7 @@ func (s *socket) kept(set func(time.Time) error, t time.Time) error {
 // Read reads, and remembers a read that ran past its deadline.
 func (s *socket) Read(b []byte) (int, error) {
 	n, err := s.Conn.Read(b)
-	if err != nil && sqlstore.Timeout(err) {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
 		s.timedOut.Store(true)
 	}
 	return n, err

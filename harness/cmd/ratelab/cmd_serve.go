@@ -284,7 +284,7 @@ func checkDatabase(app harness.App, m harness.Model, workers int, stderr io.Writ
 	switch {
 	case errors.Is(err, harness.ErrConfig):
 		return 0, usagef("-%s: %v", app.Store, strings.TrimPrefix(err.Error(), "harness: configuration error: "))
-	case err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, sqlstore.ErrUnanswered) || sqlstore.Timeout(err)):
+	case sqlstore.Timeout(err): // context.DeadlineExceeded among them
 		fmt.Fprintf(stderr, "ratelab serve: warning: the %s database does not answer (%v); until it does every hit is refused as busy (503), or decided in the process under -fail local\n", app.Store, err)
 		return 0, nil
 	case err != nil:
