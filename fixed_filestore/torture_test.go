@@ -423,12 +423,7 @@ func meet(apply func() error, met func() int64) error {
 		if err := retry(apply); err != nil {
 			return err
 		}
-		if poll.Until(50*time.Millisecond, time.Millisecond, func() error {
-			if met() == was {
-				return errors.New("not met yet")
-			}
-			return nil
-		}) == nil {
+		if grown(met, was, 50*time.Millisecond) == nil {
 			return nil
 		}
 	}
@@ -437,11 +432,13 @@ func meet(apply func() error, met func() int64) error {
 
 // grows waits until n is larger than it is now: a hit of the kind n
 // counts has been decided since.
-func grows(n *atomic.Int64) error {
-	was := n.Load()
-	return poll.Until(time.Minute, time.Millisecond, func() error {
-		if n.Load() == was {
-			return errors.New("no such hit yet")
+func grows(n *atomic.Int64) error { return grown(n.Load, n.Load(), time.Minute) }
+
+// grown waits at most limit for get to return other than was.
+func grown(get func() int64, was int64, limit time.Duration) error {
+	return poll.Until(limit, time.Millisecond, func() error {
+		if get() == was {
+			return errors.New("not yet")
 		}
 		return nil
 	})

@@ -4,7 +4,9 @@ package racetests
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -49,15 +51,12 @@ func Stress(dir, mode string, procs, hits int) (StressResult, error) {
 // it: a state torn by writers without a lock (truncate-first can leave a
 // shorter object over a longer one's tail) is a new window, 0.
 func finalCount(path string) (n int64, torn bool, err error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
+	n, err = ReadCount(path)
+	var unread *fs.PathError
+	if errors.As(err, &unread) {
 		return 0, false, err
 	}
-	st, err := algorithm.DecodeFixed(b)
-	if err != nil {
-		return 0, true, nil
-	}
-	return st.Count, false, nil
+	return n, err != nil, nil
 }
 
 // RecordCounter starts procs processes of BrokenCounter, with its lock or
