@@ -11,6 +11,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/ratelab/ratelab/internal/sqlstore"
 )
 
 // ErrNotCGI is the error of a CGI program run outside a CGI server.
@@ -50,6 +52,8 @@ func ServeCGI(a CheckedApp, stderr io.Writer) error {
 	switch {
 	case errors.Is(err, ErrConfig):
 		return CGIError(err, stderr)
+	case sqlstore.Load(err):
+		logger.Warn("ratelab cgi: the store's server is too busy to answer; the hit waits its turn, refused as busy if its time runs out", "err", err)
 	case err != nil:
 		logger.Warn("ratelab cgi: the store's server cannot be reached; the hit follows the fail policy", "err", err)
 	}

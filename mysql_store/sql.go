@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
 	"github.com/ratelab/ratelab/internal/sqlstore"
 )
@@ -157,9 +158,10 @@ var ErrRefused = errors.New("mysqlstore: the server refused the connection's set
 // CheckServer connects, and creates the tables if they are missing: one
 // query when they exist, cheap enough for a CGI process to run on every
 // request. It returns nil when both work, an error wrapping ErrRefused
-// when the server refused (see ErrRefused), and another error when it
-// cannot be reached — an outage, which the fail policy handles once hits
-// come.
+// when the server refused (see ErrRefused), one wrapping ratelab.ErrBusy
+// when it turned the connection away for want of a free one, and another
+// error when it cannot be reached or did not answer in time: hits handle
+// both as they come (see TakeAt).
 func (s *Store) CheckServer(ctx context.Context) error {
 	n, err := s.tables(ctx)
 	if err == nil && n < 2 {
@@ -168,6 +170,9 @@ func (s *Store) CheckServer(ctx context.Context) error {
 	var me *mysql.MySQLError
 	if errors.As(err, &me) && !overloaded(err) {
 		return fmt.Errorf("%w: %w", ErrRefused, err)
+	}
+	if overloaded(err) {
+		return fmt.Errorf("%w: %w", ratelab.ErrBusy, err)
 	}
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/internal/sqlstore"
 )
 
@@ -109,8 +110,10 @@ var ErrRefused = errors.New("postgresstore: the server refused the connection's 
 // query when they exist, cheap enough for a CGI process to run on every
 // request (and CREATE INDEX takes a lock that would queue behind hits).
 // It returns nil when both work, an error wrapping ErrRefused when the
-// server refused (see ErrRefused), and another error when it cannot be
-// reached — an outage, which the fail policy handles once hits come.
+// server refused (see ErrRefused), one wrapping ratelab.ErrBusy when it
+// turned the connection away for want of a free one, and another error
+// when it cannot be reached or did not answer in time: hits handle both as
+// they come (see TakeAt).
 func (s *Store) CheckServer(ctx context.Context) error {
 	n, err := s.tables(ctx)
 	if err == nil && n < 2 {
@@ -125,6 +128,9 @@ func (s *Store) CheckServer(ctx context.Context) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && !overloaded(err) {
 		return fmt.Errorf("%w: %w", ErrRefused, err)
+	}
+	if overloaded(err) {
+		return fmt.Errorf("%w: %w", ratelab.ErrBusy, err)
 	}
 	return err
 }

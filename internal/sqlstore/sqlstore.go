@@ -185,6 +185,13 @@ func Timeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
+// Load reports whether err, the failure of a check of the server outside
+// a hit (serve's at start, a CGI process's before its hit), says load,
+// not an outage: the server turned the connection away (ratelab.ErrBusy,
+// as the stores' CheckServer wraps it) or did not answer in time. Hits
+// then wait their turn, or are refused as busy: they do not fail open.
+func Load(err error) bool { return errors.Is(err, ratelab.ErrBusy) || Timeout(err) }
+
 // ended reports whether ctx is done or its deadline has passed: a network
 // deadline taken from ctx can fire before ctx's own timer has run.
 func ended(ctx context.Context) bool {
@@ -251,9 +258,9 @@ func (b *Base) busy(err error) bool {
 }
 
 // Backoff waits before try number try+1 of what a busy server turned
-// away: 1 ms doubling to 32 ms, each wait drawn at random up to twice that
-// so that the processes turned away together do not all come back
-// together. It reports false if ctx ends first, at once if its deadline
+// away: 1 ms doubling to 32 ms, each wait drawn at random from half to one
+// and a half times that, so that the processes turned away together do
+// not all come back together. It reports false if ctx ends first, at once if its deadline
 // comes before the wait would end.
 func Backoff(ctx context.Context, try int) bool {
 	d := time.Millisecond << min(try, 5)

@@ -284,8 +284,8 @@ func checkDatabase(app harness.App, m harness.Model, workers int, stderr io.Writ
 	switch {
 	case errors.Is(err, harness.ErrConfig):
 		return 0, usagef("-%s: %v", app.Store, strings.TrimPrefix(err.Error(), "harness: configuration error: "))
-	case sqlstore.Timeout(err): // context.DeadlineExceeded among them
-		fmt.Fprintf(stderr, "ratelab serve: warning: the %s database does not answer (%v); until it does every hit is refused as busy (503), or decided in the process under -fail local\n", app.Store, err)
+	case sqlstore.Load(err):
+		fmt.Fprintf(stderr, "ratelab serve: warning: the %s database is too busy to answer (%v); until it answers, a hit waits its turn and is refused as busy (503) if its time runs out, or decided in the process under -fail local\n", app.Store, err)
 		return 0, nil
 	case err != nil:
 		fmt.Fprintf(stderr, "ratelab serve: warning: the %s database is unreachable (%v); until it is back every hit fails %s\n", app.Store, err, app.FailPolicy)

@@ -55,8 +55,10 @@ func TestServeWithADatabase(t *testing.T) {
 			assert.Empty(t, url)
 			assert.Equal(t, 2, code, stderr)
 
-			url, _, _ = serve(db.down)
+			url, _, stderr = serve(db.down)
 			assert.NotEmpty(t, url, "an unreachable database is an outage, not a configuration error")
+			assert.Contains(t, stderr, "is unreachable", "the warning")
+			assert.Contains(t, stderr, "every hit fails open", "the warning")
 
 			srv := db.start(t)
 			for _, dsn := range []string{db.wrongPassword(srv.Addr), db.missingDB(srv.Addr)} {
@@ -173,7 +175,7 @@ func TestServeSaysASilentDatabaseRefusesHits(t *testing.T) {
 		t.Run(db.store, func(t *testing.T) {
 			url, code, stderr := startServe(t, "", "-model", "single", "-store", db.store, db.flag, db.dsn, "-addr", "127.0.0.1:0")
 			require.NotEmpty(t, url, "serve exited %d: %s", code, stderr)
-			assert.Contains(t, stderr.String(), "does not answer")
+			assert.Contains(t, stderr.String(), "too busy to answer")
 			assert.Contains(t, stderr.String(), "refused as busy (503)")
 			resp, err := (&http.Client{Timeout: 10 * time.Second}).Post(url, "", nil)
 			require.NoError(t, err)

@@ -187,6 +187,7 @@ func RunDatabase(t *testing.T, d Database) {
 	t.Run("a row held past the timeout is load: refused under fail-open", func(t *testing.T) { heldIsLoad(t, d) })
 	t.Run("a hit whose connection the server answered, then out of time, is load", func(t *testing.T) { greetedIsLoad(t, d) })
 	t.Run("a server that takes connections and never answers is load: refused under fail-open", func(t *testing.T) { silentIsLoad(t, d) })
+	t.Run("a table dropped under the store follows the policy", func(t *testing.T) { droppedFollowsPolicy(t, d) })
 	t.Run("an outage follows the policy", func(t *testing.T) {
 		open := d.Connect(t, d.Unreachable, 200*time.Millisecond)
 		Outage(t, d.Pkg, func(p ratelab.FailPolicy, log *slog.Logger) ratelab.Store {

@@ -127,6 +127,8 @@ func full(t *testing.T, d Database) {
 	o.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	s := d.Connect(t, d.DSN, 10*time.Second)(o) // a pool with no connection yet
 	release := d.Fill(t, d.DSN)
+	err := d.Connect(t, d.DSN, 10*time.Second)(o).CheckServer(context.Background())
+	assert.ErrorIs(t, err, ratelab.ErrBusy, "a check turned away is load (serve and a CGI process say so)")
 	type result struct {
 		d   ratelab.Decision
 		err error
@@ -136,7 +138,7 @@ func full(t *testing.T, d Database) {
 		dec, err := s.TakeAt(context.Background(), Original, Key, T0)
 		done <- result{dec, err}
 	}()
-	err := poll.Until(10*time.Second, 5*time.Millisecond, func() error {
+	err = poll.Until(10*time.Second, 5*time.Millisecond, func() error {
 		if !strings.Contains(logs.String(), "no free connection") {
 			return errors.New("the hit has not been turned away yet")
 		}
@@ -283,4 +285,24 @@ func SilentServer(t testing.TB) string {
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// droppedFollowsPolicy checks the other side of the rule: an error the
+// server answers that is not about time — the table dropped under a
+// running store — follows the fail policy, never refused as busy.
+func droppedFollowsPolicy(t *testing.T, d Database) {
+	for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed} {
+		o := Options{Prefix: fmt.Sprintf("t%d_", prefixes.Add(1)), Timeout: 5 * time.Second, Policy: policy, Logger: slog.New(slog.DiscardHandler)}
+		s := d.Connect(t, d.DSN, 5*time.Second)(o)
+		require.NoError(t, s.CheckServer(context.Background()))
+		d.Exec(t, d.DSN, "DROP TABLE "+o.Prefix+"fixed")
+		dec, err := s.TakeAt(context.Background(), Original, Key, T0)
+		assert.NotErrorIs(t, err, ratelab.ErrBusy, "%v: not about time", policy)
+		if policy == ratelab.FailOpen {
+			assert.NoError(t, err)
+			assert.Error(t, dec.NotCounted, "fail-open: let through, not counted")
+		} else {
+			assert.ErrorIs(t, err, ratelab.ErrUnavailable, "fail-closed")
+		}
+	}
 }
