@@ -79,7 +79,10 @@ func (it item) String() string {
 }
 
 var (
-	target     = regexp.MustCompile(`\]\(([^)#\s]+)(#[^)]*)?\)`)
+	target = regexp.MustCompile(`\[([^\[\]]*)\]\(([^)#\s]+)(#[^)]*)?\)`)
+	// ident is a link text that names code — a test, a function, a
+	// package — the same in both languages.
+	ident      = regexp.MustCompile("^`?[A-Za-z_][A-Za-z0-9_.]*`?$")
 	shComment  = regexp.MustCompile(`(?m)(^|\s)#.*$`)
 	goComment  = regexp.MustCompile(`(?m)(^|\s)//.*$`)
 	trailingWS = regexp.MustCompile(`(?m)[ \t]+$`)
@@ -117,7 +120,11 @@ func inventory(s source) []item {
 			add("region", strings.Join(strings.Fields(strings.TrimPrefix(line, "%include ")), " "))
 		default:
 			for _, m := range target.FindAllStringSubmatch(line, -1) {
-				if kind, to := linkKind(s.wovenDir, m[1]); kind != "" {
+				kind, to := linkKind(s.wovenDir, m[2])
+				if kind == "link" && ident.MatchString(m[1]) {
+					to = m[1] + " → " + to // the name as well as the file
+				}
+				if kind != "" {
 					add(kind, to)
 				}
 			}
@@ -270,8 +277,12 @@ func lcs(a, b []item) kept {
 
 // sameSet compares links to code, whose order a translation may change.
 func sameSet(page string, en, ja []item) []string {
+	// A link by name needs the name; a link by prose, any link to its file.
 	has := func(items []item, text string) bool {
-		return slices.ContainsFunc(items, func(x item) bool { return x.text == text })
+		return slices.ContainsFunc(items, func(x item) bool {
+			_, file, named := strings.Cut(x.text, " → ")
+			return x.text == text || named && file == text
+		})
 	}
 	var problems []string
 	for _, e := range en {
@@ -316,7 +327,10 @@ func TestJapanesePagesMatchTheirEnglishTwins(t *testing.T) {
 }
 
 // The parity check catches an English page that gains a command, a region
-// moved, a figure dropped and a link to code the Japanese page lacks.
+// moved, a figure dropped and a link to code the Japanese page lacks — by
+// its name, when the text names code, not only by its file; a link whose
+// text is prose ("its tests") counts by its file, which a translation
+// renames.
 func TestParityCatchesADrift(t *testing.T) {
 	en := source{path: "docs/src/x.md", wovenDir: "docs", text: "# X\n%run a\n%include f.go r1\n%include f.go r2\n![c](figures/p.svg)\n[T](../x/x_test.go)\n%run b\n```sh\nls # list\n```\n"}
 	ja := source{path: "docs/src/ja/x.md", wovenDir: "docs/ja", text: "# X\n%run a\n%include f.go r1\n%include f.go r2\n![図](../figures/p.svg)\n[T](../../x/x_test.go)\n%run b\n```sh\nls # 一覧\n```\n"}
@@ -325,13 +339,14 @@ func TestParityCatchesADrift(t *testing.T) {
 	drifted := en
 	drifted.text = strings.Replace(en.text, "%run b\n", "%run b\n%run c\n", 1)
 	drifted.text = strings.Replace(drifted.text, "%include f.go r1\n%include f.go r2\n", "%include f.go r2\n%include f.go r1\n", 1)
-	drifted.text = strings.Replace(drifted.text, "[T](../x/x_test.go)", "[T](../x/x_test.go) [U](../y/y.go)", 1)
+	drifted.text = strings.Replace(drifted.text, "[T](../x/x_test.go)", "[T](../x/x_test.go) [U](../y/y.go) [V](../x/x_test.go) [its tests](../x/x_test.go)", 1)
 	drifted.text = strings.Replace(drifted.text, "ls # list", "ls -l # list", 1)
 	assert.Equal(t, []string{
 		"docs/src/ja/x.md: missing command `c`: docs/src/x.md:8 has it, after `b` (docs/src/x.md:7); the Japanese page has that at line 7",
 		"docs/src/ja/x.md: out of order: region `f.go r2` is at line 4; the English page has it after nothing (it is the first region)",
 		"docs/src/ja/x.md: missing block `ls -l`: docs/src/x.md:9 has it, after nothing (it is the first block)",
 		"docs/src/ja/x.md:8: block `ls` is not in the English page",
-		"docs/src/ja/x.md: missing link to y/y.go: docs/src/x.md:6 has it",
+		"docs/src/ja/x.md: missing link to U → y/y.go: docs/src/x.md:6 has it",
+		"docs/src/ja/x.md: missing link to V → x/x_test.go: docs/src/x.md:6 has it", // another name, the same file
 	}, parity(twin{ja: ja, en: []source{drifted}}))
 }
