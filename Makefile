@@ -41,8 +41,11 @@ cross:
 	GOOS=openbsd GOARCH=amd64 $(GO) vet $(PKGS)
 	GOOS=windows GOARCH=amd64 $(GO) vet $(PKGS)
 
+# -timeout: the docs package pastes the whole course twice and takes 8–9
+# minutes with two CPU-bound loops beside it; go test's default 10 minutes
+# is a hang guard too close to that.
 test-race:
-	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 # -trimpath keeps the checkout's path out of the binary, and so out of the
 # build cache's keys: a second clone (the docs tests make two) builds from

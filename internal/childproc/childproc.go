@@ -19,8 +19,11 @@ import (
 	"github.com/ratelab/ratelab/internal/syncbuf"
 )
 
-// Timeout bounds every wait for a line from a child.
-const Timeout = 10 * time.Second
+// Timeout bounds every wait for a line from a child: a guard against a
+// child that hangs, long enough for one that is only slow on a machine
+// other jobs keep busy (10 s was not: a lock-free stress child of 500
+// hits missed it under two CPU loops and other tests' floods).
+const Timeout = time.Minute
 
 // Proc is a running child.
 type Proc struct {
