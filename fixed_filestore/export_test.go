@@ -1,6 +1,10 @@
 package fixedfilestore
 
-import "github.com/ratelab/ratelab"
+import (
+	"time"
+
+	"github.com/ratelab/ratelab"
+)
 
 // SetOpenedHook makes every hit of s call f between opening its state file
 // and locking it, so tests can orchestrate a sweep into that gap.
@@ -11,11 +15,8 @@ func SetOpenedHook(s *Store, f func()) { s.testHookOpened = f }
 // truncate. It is process-wide: only a test's child process sets it.
 func SetWrittenHook(f func()) { testHookWritten = f }
 
-// BlockedWaiters reports how many goroutines of s wait in a blocking flock.
-func BlockedWaiters(s *Store) int32 { return s.blockedWaiters.Load() }
-
-// MaxBlockedWaiters is the bound on them.
-const MaxBlockedWaiters = maxBlockedWaiters
+// PollDelay is pollDelay, a waiter's sleep between tries for the lock.
+func PollDelay(last, waited time.Duration) time.Duration { return pollDelay(last, waited) }
 
 // HitFileName is the file name a hit builds for itself, of a rule that
 // Admit returned.

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ratelab/ratelab"
@@ -64,8 +63,6 @@ type Store struct {
 	now      func() time.Time
 	rules    algorithm.Rules
 	euid     uint32 // this process's effective user, who owns its state
-
-	blockedWaiters atomic.Int32 // goroutines waiting in a blocking flock(2)
 
 	// testHookOpened, if set, runs after a hit opened its file and before it
 	// locks it: the window in which a sweep may unlink the file.

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -456,17 +457,18 @@ func TestContextEndsTheLockWait(t *testing.T) {
 	}
 }
 
-// With a hung holder and more waiters than the store lets block, the extra
-// ones poll instead; every one times out and follows the policy, and the
-// blocked goroutines finish once the holder goes away.
-func TestHungHolderBoundsBlockedWaiters(t *testing.T) {
+// With a hung holder and many waiters, every one times out at the lock
+// wait and follows the policy; none is left behind, and none counts a hit
+// once the holder goes away.
+func TestHungHolderManyWaiters(t *testing.T) {
 	s, _ := newStore(t, fixedfilestore.Options{LockWait: 50 * time.Millisecond})
 	path := s.Path(rule, storetest.Key)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	require.NoError(t, err)
 	require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX))
 
-	n := fixedfilestore.MaxBlockedWaiters + 16
+	before := runtime.NumGoroutine()
+	const n = 200
 	var wg sync.WaitGroup
 	notCounted := make([]error, n)
 	for i := range n {
@@ -483,14 +485,40 @@ func TestHungHolderBoundsBlockedWaiters(t *testing.T) {
 	for i, err := range notCounted {
 		require.ErrorIs(t, err, fixedfilestore.ErrLockTimeout, "hit %d", i)
 	}
-	assert.LessOrEqual(t, fixedfilestore.BlockedWaiters(s), int32(fixedfilestore.MaxBlockedWaiters))
+	assert.LessOrEqual(t, runtime.NumGoroutine(), before, "a waiter that gave up left nothing running")
 
 	require.NoError(t, f.Close()) // the holder goes away
-	require.Eventually(t, func() bool { return fixedfilestore.BlockedWaiters(s) == 0 }, 5*time.Second, time.Millisecond,
-		"abandoned waiters must get the lock, release it and finish")
 	h := hit(t, s, t0)
 	assert.NoError(t, h.NotCounted)
-	assert.Equal(t, int64(1), count(h), "no abandoned waiter counted a hit")
+	assert.Equal(t, int64(1), count(h), "no waiter that gave up counted a hit")
+}
+
+// A waiter sleeps 20 µs, then twice as long each time, at most 100 µs
+// while its wait is short, and at most an eighth of its wait, up to 10 ms,
+// once it is long: a wait of 3 s (the default lock wait) takes a few
+// hundred tries, however long each sleep really lasts.
+func TestPollDelay(t *testing.T) {
+	for _, tt := range []struct {
+		last, waited, want time.Duration
+	}{
+		{0, 0, 20 * time.Microsecond},
+		{20 * time.Microsecond, 20 * time.Microsecond, 40 * time.Microsecond},
+		{80 * time.Microsecond, time.Millisecond, 125 * time.Microsecond},
+		{80 * time.Microsecond, 200 * time.Microsecond, 100 * time.Microsecond},
+		{100 * time.Microsecond, 400 * time.Microsecond, 100 * time.Microsecond},
+		{time.Millisecond, 40 * time.Millisecond, 2 * time.Millisecond},
+		{2 * time.Millisecond, 40 * time.Millisecond, 4 * time.Millisecond},
+		{8 * time.Millisecond, 2 * time.Second, 10 * time.Millisecond},
+	} {
+		got := fixedfilestore.PollDelay(tt.last, tt.waited)
+		assert.Equal(t, tt.want, got, "after %v, having waited %v", tt.last, tt.waited)
+	}
+	tries, last := 0, time.Duration(0)
+	for waited := time.Duration(0); waited < fixedfilestore.DefaultLockWait; waited += last {
+		last = fixedfilestore.PollDelay(last, waited)
+		tries++
+	}
+	assert.Less(t, tries, 400, "tries in a wait of %v", fixedfilestore.DefaultLockWait)
 }
 
 // The name a hit builds in one allocation, of the rule Admit returned, is

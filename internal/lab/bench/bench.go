@@ -66,10 +66,9 @@ type Throughput struct {
 	Procs                             int
 	HotBounded, HotBlocking, Distinct float64 // hits per second, medians
 	BoundedOverBlocking               float64 // median of the runs' ratios
-	// BoundedOverBlockingOneP is the same ratio with every hitter at
-	// GOMAXPROCS=1: the bounded wait's goroutine hand-over then wakes no
-	// idle P, which is where its cost goes.
-	BoundedOverBlockingOneP float64
+	// P99Bounded and P99Blocking are a hit's 99th percentile on the hot
+	// key (stress.P99), medians over the runs.
+	P99Bounded, P99Blocking time.Duration
 }
 
 // Result is a whole run.
@@ -113,45 +112,49 @@ func Run(o Options) (Result, error) {
 	}
 	for _, n := range o.Procs {
 		say("throughput with %d process(es) × %d hits, %d runs of each …", n, o.HitsEach, o.Repeats)
-		var bounded, blocking, distinct, ratio, ratioOneP []float64
-		for range max(o.Repeats, 1) {
-			var run [5]float64
-			for i, mode := range []stress.FlockMode{stress.Bounded, stress.Blocking, stress.Distinct, stress.Bounded, stress.Blocking} {
-				var env []string
-				if i >= 3 {
-					env = []string{"GOMAXPROCS=1"}
-				}
-				hps, err := throughput(o, mode, n, env...)
-				if err != nil {
-					return res, err
-				}
-				run[i] = hps
-			}
-			bounded, blocking, distinct = append(bounded, run[0]), append(blocking, run[1]), append(distinct, run[2])
-			ratio, ratioOneP = append(ratio, run[0]/run[1]), append(ratioOneP, run[3]/run[4])
+		t, err := throughputRow(o, n)
+		if err != nil {
+			return res, err
 		}
-		res.Throughput = append(res.Throughput, Throughput{Procs: n,
-			HotBounded: median(bounded), HotBlocking: median(blocking), Distinct: median(distinct),
-			BoundedOverBlocking: median(ratio), BoundedOverBlockingOneP: median(ratioOneP)})
+		res.Throughput = append(res.Throughput, t)
 	}
 	return res, nil
 }
 
+// throughputRow is the table's line for procs processes: o.Repeats runs
+// of the three kinds, taking turns.
+func throughputRow(o Options, procs int) (Throughput, error) {
+	var bounded, blocking, distinct, ratio, p99Bounded, p99Blocking []float64
+	for range max(o.Repeats, 1) {
+		var run [3]stress.Result
+		for i, mode := range []stress.FlockMode{stress.Bounded, stress.Blocking, stress.Distinct} {
+			var err error
+			if run[i], err = throughput(o, mode, procs); err != nil {
+				return Throughput{}, err
+			}
+		}
+		bounded, blocking = append(bounded, run[0].HitsPerSecond()), append(blocking, run[1].HitsPerSecond())
+		distinct, ratio = append(distinct, run[2].HitsPerSecond()), append(ratio, run[0].HitsPerSecond()/run[1].HitsPerSecond())
+		p99Bounded, p99Blocking = append(p99Bounded, float64(run[0].P99)), append(p99Blocking, float64(run[1].P99))
+	}
+	return Throughput{Procs: procs,
+		HotBounded: median(bounded), HotBlocking: median(blocking), Distinct: median(distinct),
+		BoundedOverBlocking: median(ratio),
+		P99Bounded:          time.Duration(median(p99Bounded)), P99Blocking: time.Duration(median(p99Blocking))}, nil
+}
+
 // throughput runs one stress run and checks that it lost nothing.
-func throughput(o Options, mode stress.FlockMode, procs int, env ...string) (float64, error) {
+func throughput(o Options, mode stress.FlockMode, procs int) (stress.Result, error) {
 	dir, err := os.MkdirTemp(o.Dir, "tp-")
 	if err != nil {
-		return 0, err
+		return stress.Result{}, err
 	}
 	defer os.RemoveAll(dir)
-	s, err := stress.Flock(dir, mode, procs, o.HitsEach, env...)
-	if err != nil {
-		return 0, err
+	s, err := stress.Flock(dir, mode, procs, o.HitsEach)
+	if err == nil && s.Lost() != 0 {
+		err = fmt.Errorf("bench: %s with %d processes lost %d hits", mode, procs, s.Lost())
 	}
-	if s.Lost() != 0 {
-		return 0, fmt.Errorf("bench: %s with %d processes lost %d hits", mode, procs, s.Lost())
-	}
-	return s.HitsPerSecond(), nil
+	return s, err
 }
 
 // inTurns runs fns in turn, one call each, perRound times per round, and

@@ -51,8 +51,8 @@ func (r Result) Targets() []Target {
 	}
 	for _, t := range r.Throughput {
 		if t.Procs == 8 {
-			ts = append(ts, Target{What: fmt.Sprintf("hot key, 8 processes: bounded lock wait ≥ 0.9 × a blocking flock (%.2f × with the hitters at GOMAXPROCS=1)",
-				t.BoundedOverBlockingOneP), Met: t.BoundedOverBlocking >= 0.9, Measured: t.BoundedOverBlocking})
+			ts = append(ts, Target{What: "hot key, 8 processes: bounded lock wait ≥ 0.9 × a blocking flock",
+				Met: t.BoundedOverBlocking >= 0.9, Measured: t.BoundedOverBlocking})
 		}
 	}
 	return append(ts, databaseTargets(r.Databases)...)
@@ -85,9 +85,9 @@ func (r Result) Markdown(w io.Writer) {
 	}
 	databaseMarkdown(w, r.Options, r.Databases)
 	fmt.Fprintf(w, "## Many processes\n\nHits per second, all processes released together from a barrier, %d hits each; every run counted every hit. Each cell is the median of %d runs, the three kinds taking turns; the ratio is the median of the runs' ratios.\n\n", r.Options.HitsEach, r.Options.Repeats)
-	fmt.Fprintf(w, "| processes | one hot key, bounded wait | one hot key, blocking flock | bounded ÷ blocking | the same, hitters at GOMAXPROCS=1 | a key per process |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	fmt.Fprintf(w, "| processes | one hot key, bounded wait | one hot key, blocking flock | bounded ÷ blocking | a hit's p99, bounded / blocking | a key per process |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, t := range r.Throughput {
-		fmt.Fprintf(w, "| %d | %.0f | %.0f | %.2f | %.2f | %.0f |\n", t.Procs, t.HotBounded, t.HotBlocking, t.BoundedOverBlocking, t.BoundedOverBlockingOneP, t.Distinct)
+		fmt.Fprintf(w, "| %d | %.0f | %.0f | %.2f | %s / %s | %.0f |\n", t.Procs, t.HotBounded, t.HotBlocking, t.BoundedOverBlocking, ms(t.P99Bounded), ms(t.P99Blocking), t.Distinct)
 	}
 	if len(r.Features) > 0 {
 		fmt.Fprintf(w, "\n## Operator features, per request\n\nThe middleware (package httplimit) on the in-memory store, so that what a feature adds is not hidden behind a store's system calls; median of %d rounds, the variants taking turns, %d requests each.\n\n", r.Options.Rounds, r.Options.PerRound)
@@ -104,6 +104,9 @@ func (r Result) Markdown(w io.Writer) {
 }
 
 func us(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d)/1e3) }
+
+// ms formats d in milliseconds, for a table.
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/1e6) }
 
 const explanation = `## Why
 
@@ -127,21 +130,21 @@ const explanation = `## Why
   microseconds. Opening and closing, which take most of a hit, happen
   outside the lock, so a hot key scales with processes until the lock
   itself is the bottleneck; distinct keys never share a lock.
-- **The bounded wait.** A blocking flock(2) cannot be given a deadline.
-  The store tries twice without blocking, 20 µs apart, then waits in a
-  blocking flock(2) on a goroutine of its own while the request waits at
-  most the lock wait for it; the goroutine that gets the lock does the
-  read-modify-write and unlocks before it hands the result over, so the
-  hand-over stays outside the critical section. A waiter that times out is
-  left to release and close on its own. Polling alone (backing off to
-  250 µs, then to 2 ms) cost 25–30 % of hot-key throughput with 8 or 16
-  processes on 2 cores: a sleeping poller wakes late, after the lock has
-  passed to someone else. What the goroutine still costs is the Go
-  scheduler's: starting it and handing its result back each wake an idle
-  P, which spins and parks again. With the hitters at GOMAXPROCS=1 there
-  is no idle P, and the bounded wait costs what a blocking flock costs (the
-  table's GOMAXPROCS=1 column); with 8 hitters on 2 cores the spinning is
-  CPU taken from the hitters.
+- **The bounded wait.** A blocking flock(2) cannot be given a deadline,
+  so a hit that finds the lock taken sleeps and tries again without
+  blocking: 20 µs, doubling, at most 100 µs while the wait is short and at
+  most an eighth of the wait so far (up to 10 ms) once it is long, so that
+  a hung holder costs a waiter a few hundred tries in 3 s, and no thread.
+  Go's timers wake an otherwise idle process about a millisecond after
+  the sleep it asked for; the sleeper leaves its core to the holder
+  meanwhile, and the table's p99 column shows what the wait costs a hit
+  at the tail. The store once waited instead in a blocking flock(2) on a
+  goroutine of its own, the request waiting for it at most the lock wait:
+  the kernel woke it the moment the lock was free, but starting the
+  goroutine and handing its result back each woke an idle P of the Go
+  scheduler, which spun and parked again. With 8 hitters on 2 cores that
+  cost 4–5 µs of CPU per hit over a blocking flock, and 13 % of hot-key
+  throughput (0.87 ×, 9 runs).
 
 Run ` + "`go test -run '^$' -bench . ./fixed_filestore`" + ` for the per-hit
 benchmarks in benchstat's format.

@@ -49,6 +49,7 @@ type Result struct {
 	Procs, Hits       int
 	Expected, Counted int64
 	Wall              time.Duration
+	P99               time.Duration // a hitter's 99th percentile of a hit's time (P99)
 	// Torn says the final state could not be read — writers without a
 	// lock left it torn — and was counted as a new window's, 0, as the
 	// hitters read it.
@@ -63,14 +64,14 @@ func (r Result) HitsPerSecond() float64 { return float64(r.Expected) / r.Wall.Se
 
 // Flock runs procs hitters of the file store in dir, hits hits each, in
 // mode, released together, and counts what the state files hold, read
-// under the store's own locks. env is added to every hitter's environment
-// (the benchmark sets GOMAXPROCS with it).
-func Flock(dir string, mode FlockMode, procs, hits int, env ...string) (Result, error) {
+// under the store's own locks.
+func Flock(dir string, mode FlockMode, procs, hits int) (Result, error) {
 	res := Result{Mode: string(mode), Procs: procs, Hits: hits, Expected: int64(procs * hits)}
-	var err error
-	if _, res.Wall, err = Run(roleFlock, procs, append([]string{"STRESS_DIR=" + dir, "STRESS_MODE=" + string(mode), "STRESS_HITS=" + strconv.Itoa(hits)}, env...)...); err != nil {
+	lines, wall, err := Run(roleFlock, procs, "STRESS_DIR="+dir, "STRESS_MODE="+string(mode), "STRESS_HITS="+strconv.Itoa(hits))
+	if err != nil {
 		return res, err
 	}
+	res.Wall, res.P99 = wall, P99(lines)
 	store, err := fixedfilestore.New(dir, fixedfilestore.Options{})
 	if err != nil {
 		return res, err

@@ -13,6 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ratelab/ratelab"
@@ -109,17 +112,40 @@ func (g *Group) Quiet(d time.Duration) bool {
 
 // Hit is the child's side of a Group: it says ready, holds at the barrier
 // until the parent's go, takes hits hits with take, and reports them on
-// its result line. It stops at take's first error.
+// its result line with the 99th percentile of a hit's time, in
+// nanoseconds (see P99). It stops at take's first error.
 func Hit(hits int, take func() error) error {
 	childproc.Say("ready")
 	childproc.WaitGo(bufio.NewReader(os.Stdin)) // the barrier: every hitter starts together
-	for range hits {
+	took := make([]time.Duration, hits)
+	for i := range hits {
+		start := time.Now()
 		if err := take(); err != nil {
 			return err
 		}
+		took[i] = time.Since(start)
 	}
-	childproc.Say("result hits=%d", hits)
+	slices.Sort(took)
+	childproc.Say("result hits=%d p99=%d", hits, took[max(hits*99/100-1, 0)])
 	return nil
+}
+
+// P99 is the median of the 99th percentiles that Hit's result lines
+// report, as one hitter's wait in a hundred is at most that long; 0 when
+// no line has one.
+func P99(lines []string) time.Duration {
+	var p99s []time.Duration
+	for _, line := range lines {
+		_, v, ok := strings.Cut(line, " p99=")
+		if n, err := strconv.ParseInt(v, 10, 64); ok && err == nil {
+			p99s = append(p99s, time.Duration(n))
+		}
+	}
+	if len(p99s) == 0 {
+		return 0
+	}
+	slices.Sort(p99s)
+	return p99s[len(p99s)/2]
 }
 
 // Counted is the error of a store's hit, or its NotCounted when the store
