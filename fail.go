@@ -12,21 +12,24 @@ import (
 // hit and is configured to fail closed.
 var ErrUnavailable = errors.New("ratelab: rate-limit state unavailable")
 
-// ErrBusy is wrapped by the errors of a database store whose server did
-// not take the hit in time: it said so — no free connection, a statement
-// or a lock wait out of time, a statement that reached it past the hit's
-// deadline — or the hit's time ran out while it waited, for whatever it
-// was waiting on. A client cannot tell a server too busy to answer from
-// one that hangs, and sending fast makes the first: that is load, not an
-// outage. A store refuses the hit under FailOpen as under FailClosed, so
-// that no client opens the door by sending fast; FailLocal decides it in
-// the process. It wraps ErrUnavailable.
-var ErrBusy = fmt.Errorf("%w: the server was too busy to count the hit in time", ErrUnavailable)
+// ErrBusy is wrapped by the errors of a shared store that did not take
+// the hit in time. A database server said so — no free connection, a
+// statement or a lock wait out of time, a statement that reached it past
+// the hit's deadline — or the hit's time ran out while it waited, for
+// whatever it was waiting on; a state file's lock was not free within the
+// file store's lock wait. A client cannot tell a store too busy to answer
+// from one whose server or lock holder hangs, and sending fast makes the
+// first: that is load, not an outage. A store refuses the hit under
+// FailOpen as under FailClosed (Failer.Busy), so that no client opens the
+// door by sending fast; FailLocal decides it in the process. It wraps
+// ErrUnavailable.
+var ErrBusy = fmt.Errorf("%w: too busy to count the hit in time", ErrUnavailable)
 
 // FailPolicy says what a store does when it cannot record a hit (the state
-// directory is gone, the disk is full, a lock holder hangs, Redis or the
-// database is down). Load is not such a case: a store waits its turn for
-// a busy server within its timeout.
+// directory is gone, the disk is full, Redis or the database is down).
+// Load is not such a case: a store waits its turn for a busy server or a
+// held lock within its timeout, and refuses a hit it could not take in
+// time (ErrBusy).
 //
 // Fail-open lets the request through uncounted: right for an abuse brake
 // with other backstops, such as the original's "don't create too many
@@ -112,13 +115,8 @@ func (f *Failer) Policy() FailPolicy { return f.policy }
 // error under every policy, since nobody waits for the answer. r is the
 // rule as the store admitted it (algorithm.Rules.Admit): normalized.
 func (f *Failer) Fail(ctx context.Context, where slog.Attr, r Rule, key string, now time.Time, cause error) (Decision, error) {
-	if err := ctx.Err(); err != nil {
+	if err := gaveUp(ctx); err != nil {
 		return Decision{}, fmt.Errorf("%s: %w", f.pkg, err)
-	}
-	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-		// A network deadline taken from ctx can fire just before ctx's own
-		// timer does: still the caller's deadline.
-		return Decision{}, fmt.Errorf("%s: %w", f.pkg, context.DeadlineExceeded)
 	}
 	switch f.policy {
 	case FailClosed:
@@ -139,3 +137,30 @@ func (f *Failer) Fail(ctx context.Context, where slog.Attr, r Rule, key string, 
 }
 
 // !-fail
+
+// Busy applies the rule for load to a hit the store did not take in time,
+// for cause: a database server too busy to answer, a file's lock not free
+// within the lock wait. Fail-open refuses it as fail-closed does, with an
+// error wrapping ErrBusy, so that no client opens the door by sending
+// fast; fail-local decides it in this process, as Fail does; if ctx has
+// ended, Busy returns ctx's error, as Fail does.
+func (f *Failer) Busy(ctx context.Context, where slog.Attr, r Rule, key string, now time.Time, cause error) (Decision, error) {
+	if f.policy == FailLocal || gaveUp(ctx) != nil {
+		return f.Fail(ctx, where, r, key, now, cause)
+	}
+	f.log.Error(f.pkg+": hit refused: not taken in time (load is not an outage)", where, "rule", r.Name, "err", cause)
+	return Decision{}, fmt.Errorf("%s: %w: %w", f.pkg, ErrBusy, cause)
+}
+
+// gaveUp is ctx's error if it has ended, or context.DeadlineExceeded once
+// its deadline has passed: a network deadline taken from ctx can fire just
+// before ctx's own timer does, and is still the caller's deadline.
+func gaveUp(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}

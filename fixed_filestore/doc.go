@@ -45,12 +45,19 @@
 //
 // # When the state cannot be reached
 //
-// If the file cannot be opened, locked, read or written — the directory is
-// gone, the disk is full, a lock holder hangs past LockWait — the store
-// follows its [ratelab.FailPolicy]. Fail-open (the default, as in the
-// original) logs a line naming the path and the cause and allows the hit
-// with Decision.NotCounted set. Fail-closed logs and returns an error wrapping
-// [ratelab.ErrUnavailable]; the middleware answers 503.
+// If the file cannot be opened, read or written — the directory is gone,
+// the disk is full — the store follows its [ratelab.FailPolicy]. Fail-open
+// (the default, as in the original) logs a line naming the path and the
+// cause and allows the hit with Decision.NotCounted set. Fail-closed logs
+// and returns an error wrapping [ratelab.ErrUnavailable]; the middleware
+// answers 503.
+//
+// A lock not free within LockWait is load, not an outage: a long queue on
+// one hot key — a flood of processes on two cores can keep a holder off
+// the CPU for seconds — cannot be told from a holder that hangs, and only
+// the first can be sent. The hit is refused under fail-open as under
+// fail-closed, with an error wrapping [ratelab.ErrBusy] (503); fail-local
+// decides it in the process.
 //
 // A state file that exists but cannot be parsed (garbage, truncated, too
 // large, negative) carries no count worth keeping: it is logged, with its

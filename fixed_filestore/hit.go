@@ -63,11 +63,13 @@ func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.D
 // When the state cannot be reached, a fail-open store logs the cause and
 // allows the hit with NotCounted set; a fail-closed store logs and returns
 // an error wrapping ratelab.ErrUnavailable. The lock wait ends at
-// Options.LockWait or when ctx ends, whichever is first; if ctx ended, its
-// error is returned under every policy; fail-local decides in this process
-// alone (ratelab.FailLocal). An invalid rule or instant, and a state of
-// another rule with the same name (ratelab.ErrRuleConflict, the file left
-// as it was), are errors under every policy.
+// Options.LockWait or when ctx ends, whichever is first. A lock not free
+// within LockWait is load, not an outage: the hit is refused with an error
+// wrapping ratelab.ErrBusy (and ErrLockTimeout) under fail-open too. If
+// ctx ended, its error is returned under every policy; fail-local decides
+// in this process alone (ratelab.FailLocal). An invalid rule or instant,
+// and a state of another rule with the same name (ratelab.ErrRuleConflict,
+// the file left as it was), are errors under every policy.
 func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
 	r, err := s.rules.Admit(r, now)
 	if err != nil {
@@ -80,6 +82,8 @@ func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time
 		return d, nil
 	case errors.Is(err, ratelab.ErrRuleConflict):
 		return ratelab.Decision{}, fmt.Errorf("fixedfilestore: %s: %w", s.pathOf(name), err)
+	case errors.Is(err, ErrLockTimeout):
+		return s.fail.Busy(ctx, slog.String("path", s.pathOf(name)), r, key, now, err)
 	}
 	return s.fail.Fail(ctx, slog.String("path", s.pathOf(name)), r, key, now, err)
 }

@@ -38,8 +38,10 @@ type Options struct {
 	// FailPolicy says what a hit does when the state cannot be reached.
 	FailPolicy ratelab.FailPolicy
 	// LockWait bounds how long a hit waits for a key's lock; 0 means
-	// DefaultLockWait. A holder that hangs longer makes the hit follow
-	// FailPolicy instead of hanging the request. WaitForever blocks.
+	// DefaultLockWait. A hit that waited that long is refused as busy
+	// (ratelab.ErrBusy) under fail-open too, instead of hanging the
+	// request: a long queue on a hot key cannot be told from a holder
+	// that hangs. WaitForever blocks.
 	LockWait time.Duration
 	// Logger receives a line for every hit that could not be recorded and
 	// every state file that had to be repaired; nil means slog.Default().

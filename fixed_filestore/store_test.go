@@ -253,10 +253,28 @@ func TestStateDirectoryVanishesAndIsRecreated(t *testing.T) {
 	assert.Empty(t, logs.String())
 }
 
-func TestLockTimeoutFollowsPolicy(t *testing.T) {
-	checkPolicies(t, func(t *testing.T, s *fixedfilestore.Store) {
-		holdLock(t, s.Path(rule, storetest.Key))
-	}, "timed out waiting for the lock")
+// A lock not free within the lock wait is load, not an outage: the hit is
+// refused as busy under fail-open as under fail-closed, and decided in the
+// process under fail-local.
+func TestLockTimeoutIsLoad(t *testing.T) {
+	for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed, ratelab.FailLocal} {
+		t.Run("fail-"+policy.String(), func(t *testing.T) {
+			s, logs := newStore(t, fixedfilestore.Options{FailPolicy: policy, LockWait: 20 * time.Millisecond})
+			holdLock(t, s.Path(rule, storetest.Key))
+			h, err := s.TakeAt(context.Background(), rule, storetest.Key, t0)
+			if policy == ratelab.FailLocal {
+				require.NoError(t, err)
+				assert.True(t, h.Local && h.Allowed, "fail-local decides in the process")
+				assert.ErrorIs(t, h.NotCounted, fixedfilestore.ErrLockTimeout)
+			} else {
+				assert.ErrorIs(t, err, ratelab.ErrBusy, "fail-%v: a lock not free in time is load", policy)
+				assert.ErrorIs(t, err, fixedfilestore.ErrLockTimeout)
+				assert.False(t, h.Allowed)
+				assert.Contains(t, logs.String(), "not taken in time (load is not an outage)")
+			}
+			assert.Contains(t, logs.String(), s.Path(rule, storetest.Key), "the log names the path")
+		})
+	}
 }
 
 // holdLock locks path through a descriptor of its own until the test ends,
@@ -275,11 +293,11 @@ func TestLockIsReleasedAfterTimeout(t *testing.T) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	require.NoError(t, err)
 	require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX))
-	h := hit(t, s, t0)
-	assert.ErrorIs(t, h.NotCounted, fixedfilestore.ErrLockTimeout)
+	_, err = s.TakeAt(context.Background(), rule, storetest.Key, t0)
+	assert.ErrorIs(t, err, fixedfilestore.ErrLockTimeout)
 	require.NoError(t, f.Close()) // the holder goes away
 
-	h = hit(t, s, t0)
+	h := hit(t, s, t0)
 	assert.NoError(t, h.NotCounted)
 	assert.Equal(t, int64(1), count(h))
 }
@@ -458,7 +476,7 @@ func TestContextEndsTheLockWait(t *testing.T) {
 }
 
 // With a hung holder and many waiters, every one times out at the lock
-// wait and follows the policy; none is left behind, and none counts a hit
+// wait and is refused as busy; none is left behind, and none counts a hit
 // once the holder goes away.
 func TestHungHolderManyWaiters(t *testing.T) {
 	s, _ := newStore(t, fixedfilestore.Options{LockWait: 50 * time.Millisecond})
@@ -484,6 +502,7 @@ func TestHungHolderManyWaiters(t *testing.T) {
 	wg.Wait()
 	for i, err := range notCounted {
 		require.ErrorIs(t, err, fixedfilestore.ErrLockTimeout, "hit %d", i)
+		require.ErrorIs(t, err, ratelab.ErrBusy, "hit %d: refused under fail-open, not let through", i)
 	}
 	assert.LessOrEqual(t, runtime.NumGoroutine(), before, "a waiter that gave up left nothing running")
 

@@ -242,9 +242,8 @@ func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.
 		return d, nil
 	case errors.Is(err, ratelab.ErrRuleConflict):
 		return ratelab.Decision{}, fmt.Errorf("%s: %s: %w", b.Pkg, h.Key, err)
-	case b.busy(err) && b.Policy != ratelab.FailLocal && !ended(ctx):
-		b.Log.Error(b.Pkg+": hit refused: the server did not take it in time (load is not an outage)", "key", h.Key, "err", err)
-		return ratelab.Decision{}, fmt.Errorf("%s: %w: %w", b.Pkg, ratelab.ErrBusy, err)
+	case b.busy(err):
+		return b.fail.Busy(ctx, slog.String("key", h.Key), r, key, now, err)
 	}
 	return b.fail.Fail(ctx, slog.String("key", h.Key), r, key, now, err)
 }
