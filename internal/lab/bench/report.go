@@ -105,8 +105,13 @@ func (r Result) Markdown(w io.Writer) {
 
 func us(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d)/1e3) }
 
-// ms formats d in milliseconds, for a table.
-func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/1e6) }
+// ms formats d in milliseconds, or below one in microseconds, for a table.
+func ms(d time.Duration) string {
+	if d < time.Millisecond {
+		return fmt.Sprintf("%.0f µs", float64(d)/1e3)
+	}
+	return fmt.Sprintf("%.1f ms", float64(d)/1e6)
+}
 
 const explanation = `## Why
 
