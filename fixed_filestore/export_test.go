@@ -1,6 +1,7 @@
 package fixedfilestore
 
 import (
+	"context"
 	"time"
 
 	"github.com/ratelab/ratelab"
@@ -14,6 +15,10 @@ func SetOpenedHook(s *Store, f func()) { s.testHookOpened = f }
 // shorter than the old one call f after the write and before the
 // truncate. It is process-wide: only a test's child process sets it.
 func SetWrittenHook(f func()) { testHookWritten = f }
+
+// Sleep is sleep, a waiter's sleep between tries, which ends with its
+// context.
+func Sleep(ctx context.Context, d time.Duration) error { return sleep(ctx, d) }
 
 // PollDelay is pollDelay, a waiter's sleep between tries for the lock.
 func PollDelay(last, waited time.Duration) time.Duration { return pollDelay(last, waited) }

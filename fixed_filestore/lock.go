@@ -28,8 +28,8 @@ func (s *Store) withLock(ctx context.Context, fd int, name string, crit func() e
 
 // lockWithin takes a flock(2) of kind on fd, waiting at most wait, or
 // until ctx ends. flock(2) itself takes no deadline, so it tries without
-// blocking and sleeps between tries (pollDelay); WaitForever blocks
-// instead, ignoring ctx.
+// blocking and sleeps between tries (pollDelay), waking when ctx ends;
+// WaitForever blocks instead, ignoring ctx.
 func lockWithin(ctx context.Context, fd int, kind lockKind, wait time.Duration) error {
 	if wait == WaitForever {
 		return flock(fd, kind, true)
@@ -51,11 +51,26 @@ func lockWithin(ctx context.Context, fd int, kind lockKind, wait time.Duration) 
 		if !now.Before(deadline) {
 			return fmt.Errorf("%w (%v)", ErrLockTimeout, wait)
 		}
-		if err := ctx.Err(); err != nil {
+		delay = pollDelay(delay, now.Sub(start))
+		if err := sleep(ctx, min(delay, deadline.Sub(now))); err != nil {
 			return fmt.Errorf("waiting for the lock: %w", err)
 		}
-		delay = pollDelay(delay, now.Sub(start))
-		time.Sleep(min(delay, deadline.Sub(now)))
+	}
+}
+
+// sleep waits d, or until ctx ends: then it returns ctx's error.
+func sleep(ctx context.Context, d time.Duration) error {
+	if ctx.Done() == nil { // a context that never ends: no timer to stop
+		time.Sleep(d)
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 

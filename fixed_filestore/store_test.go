@@ -475,6 +475,23 @@ func TestContextEndsTheLockWait(t *testing.T) {
 	}
 }
 
+// A waiter's sleep between tries ends when its context does, however long
+// it was to be: a sleep of an hour returns the context's error once the
+// context is cancelled.
+func TestSleepEndsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- fixedfilestore.Sleep(ctx, time.Hour) }()
+	cancel()
+	select {
+	case err := <-errc:
+		assert.ErrorIs(t, err, context.Canceled)
+	case <-time.After(time.Minute):
+		t.Fatal("a sleep of an hour outlived its context by a minute")
+	}
+	assert.NoError(t, fixedfilestore.Sleep(context.Background(), time.Microsecond), "a context that never ends: the sleep ends on time")
+}
+
 // With a hung holder and many waiters, every one times out at the lock
 // wait and is refused as busy; none is left behind, and none counts a hit
 // once the holder goes away.

@@ -97,7 +97,7 @@ func cmdReset(args []string, stdout, stderr io.Writer) (int, error) {
 func cmdHit(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("hit", stdout)
 	f.logger = cliLogger(stderr)
-	f.DurationVar(&f.wait, "wait", 0, "how long to wait for the key's lock before the fail policy decides (0: 3s)")
+	f.DurationVar(&f.wait, "wait", 0, "how long to wait for the key's lock before the hit is refused as busy (0: 3s)")
 	rf := f.ruleFlags("the key to count, e.g. ip:203.0.113.7 (required)")
 	rule, policy, err := f.parseRule(rf, args)
 	if err != nil {
