@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -22,26 +23,38 @@ import (
 )
 
 // startServe runs ratelab serve in a shell line (so that a test can set
-// ulimit first) and returns the URL it prints, or its exit code and
-// stderr if it exits first.
+// ulimit first) and returns the URL it prints, or its exit code if it
+// exits first, and what it writes to stderr. Its stdout and stderr are one
+// pipe, so that whatever it writes before the URL — a warning of its
+// checks — is in stderr when startServe returns: two pipes, each copied
+// by a goroutine of its own, let a busy machine hand the URL over first.
 func startServe(t *testing.T, shellPrefix string, args ...string) (url string, code int, stderr *syncbuf.Buffer) {
 	t.Helper()
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	cmd := exec.Command("sh", append([]string{"-c", shellPrefix + `exec "$0" "$@"`, exe, "serve"}, args...)...)
 	cmd.Env = append(os.Environ(), envRunCLI+"=1")
-	stderr = new(syncbuf.Buffer)
-	cmd.Stderr = stderr
-	stdout, err := cmd.StdoutPipe()
+	pr, pw, err := os.Pipe()
 	require.NoError(t, err)
+	cmd.Stdout, cmd.Stderr = pw, pw
 	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGINT); cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil { // it exited before printing a URL
-		cmd.Wait()
-		return "", cmd.ProcessState.ExitCode(), stderr
+	pw.Close() // the child has its own
+	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGINT); cmd.Wait(); pr.Close() })
+	stderr = new(syncbuf.Buffer)
+	out := bufio.NewReader(pr)
+	for {
+		line, err := out.ReadString('\n')
+		if err != nil { // it exited before printing a URL
+			io.WriteString(stderr, line)
+			cmd.Wait()
+			return "", cmd.ProcessState.ExitCode(), stderr
+		}
+		if strings.HasPrefix(line, "http://") {
+			go io.Copy(stderr, out)
+			return strings.TrimSpace(line), 0, stderr
+		}
+		io.WriteString(stderr, line)
 	}
-	return strings.TrimSpace(line), 0, stderr
 }
 
 // The finding: with a 256-descriptor limit, 300 idle connections made the
