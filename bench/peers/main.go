@@ -62,34 +62,43 @@ func hitter(v, url string) (hit, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	closeIt := func() { rdb.Close() }
+	f, err := hitterOn(v, rdb)
+	if err != nil {
+		rdb.Close()
+		return nil, nil, err
+	}
+	return f, func() { rdb.Close() }, nil
+}
+
+// hitterOn returns one hit of variant v through rdb.
+func hitterOn(v string, rdb redis.UniversalClient) (hit, error) {
 	switch v {
 	case "evalsha-return-1":
 		s := redis.NewScript("return 1")
-		return func(ctx context.Context, key string) error { return s.Run(ctx, rdb, []string{key}).Err() }, closeIt, nil
+		return func(ctx context.Context, key string) error { return s.Run(ctx, rdb, []string{key}).Err() }, nil
 	case "ratelab-fixed", "ratelab-gcra":
 		st, err := redisstore.New(rdb, redisstore.Options{FailPolicy: ratelab.FailClosed})
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		r := ratelab.Rule{Name: "bench", Limit: ratelab.MaxLimit, Window: time.Hour}
 		if v == "ratelab-gcra" {
 			r.Algorithm, r.Limit, r.Burst = ratelab.GCRA, 1000000, 1000000
 		}
-		return func(ctx context.Context, key string) error { _, err := st.Take(ctx, r, key); return err }, closeIt, nil
+		return func(ctx context.Context, key string) error { _, err := st.Take(ctx, r, key); return err }, nil
 	case "redis_rate":
 		l := redis_rate.NewLimiter(rdb)
 		lim := redis_rate.Limit{Rate: 1000000, Burst: 1000000, Period: time.Hour}
-		return func(ctx context.Context, key string) error { _, err := l.Allow(ctx, key, lim); return err }, closeIt, nil
+		return func(ctx context.Context, key string) error { _, err := l.Allow(ctx, key, lim); return err }, nil
 	case "ulule":
 		st, err := sredis.NewStoreWithOptions(rdb, limiter.StoreOptions{Prefix: "ulule"})
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		l := limiter.New(st, limiter.Rate{Period: time.Hour, Limit: 1 << 40})
-		return func(ctx context.Context, key string) error { _, err := l.Get(ctx, key); return err }, closeIt, nil
+		return func(ctx context.Context, key string) error { _, err := l.Get(ctx, key); return err }, nil
 	}
-	return nil, nil, fmt.Errorf("unknown variant %q", v)
+	return nil, fmt.Errorf("unknown variant %q", v)
 }
 
 // The variants' places in variants, for the targets.
@@ -102,13 +111,15 @@ const (
 )
 
 // results are one run's figures, by variant: nanoseconds per hit in each
-// round, Redis's own microseconds per call, Go allocations per hit, and
-// hits per second under contention (procs processes) in each repeat.
+// round, Redis's own microseconds per call, Go allocations per hit, the
+// client's own nanoseconds per hit with every reply canned, and hits per
+// second under contention (procs processes) in each repeat.
 type results struct {
 	procs  int
 	perHit [][]float64
 	server [][]float64
 	allocs []float64
+	client []float64
 	hps    [][]float64
 }
 
@@ -135,6 +146,9 @@ func run(rounds, perRound, procs, hits, repeats int, outPath string) error {
 		return err
 	}
 	if res.allocs, err = allocsPerHit(fns, perRound); err != nil {
+		return err
+	}
+	if res.client, err = clientWork(); err != nil {
 		return err
 	}
 	if res.hps, err = contention(url, procs, hits, repeats); err != nil {

@@ -296,7 +296,7 @@ func TestBenchQuick(t *testing.T) {
 	code, out, errOut := cli("bench", "-quick")
 	require.Equal(t, 0, code, errOut)
 	for _, want := range []string{"# Performance", "| in-memory store", "| syscall floor", "| **file store", "truncate-first",
-		"| processes |", "| 2 |", "## Targets", "fixed, ≤ 1.2 × the syscall floor", "log, ≤ 1.5 × the syscall floor", "a hit's p99, bounded / blocking"} {
+		"| processes |", "| 2 |", "## Targets", "fixed, ≤ 1.2 × the syscall floor", "log, ≤ 1.5 × the syscall floor", "p99 of a hitter's hits, bounded / blocking"} {
 		assert.Contains(t, out, want)
 	}
 	assert.Regexp(t, `(?m)^- target: .* — (met|not met)( \([0-9.]+(, spread [0-9.]+–[0-9.]+)?\))?$`, out)
