@@ -34,7 +34,7 @@ func lockWithin(ctx context.Context, fd int, kind lockKind, wait time.Duration) 
 	if wait == WaitForever {
 		return flock(fd, kind, true)
 	}
-	var start, deadline time.Time
+	var start time.Time
 	var delay time.Duration
 	for {
 		err := flock(fd, kind, false)
@@ -44,15 +44,15 @@ func lockWithin(ctx context.Context, fd int, kind lockKind, wait time.Duration) 
 		case !errors.Is(err, errWouldBlock):
 			return fmt.Errorf("flock: %w", err)
 		}
-		now := time.Now()
 		if start.IsZero() {
-			start, deadline = now, now.Add(wait)
+			start = time.Now()
 		}
-		if !now.Before(deadline) {
+		waited := time.Since(start)
+		if waited >= wait {
 			return fmt.Errorf("%w (%v)", ErrLockTimeout, wait)
 		}
-		delay = pollDelay(delay, now.Sub(start))
-		if err := sleep(ctx, min(delay, deadline.Sub(now))); err != nil {
+		delay = pollDelay(delay, waited)
+		if err := sleep(ctx, min(delay, wait-waited)); err != nil {
 			return fmt.Errorf("waiting for the lock: %w", err)
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/ratelab/ratelab/algorithm"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/internal/lab/storetest"
+	"github.com/ratelab/ratelab/internal/poll"
 	"github.com/ratelab/ratelab/internal/syncbuf"
 )
 
@@ -523,12 +524,14 @@ func TestHungHolderManyWaiters(t *testing.T) {
 	}
 	// A goroutine that has said Done may still be on its way out: wait
 	// for the count to come back, as it never would if a waiter that gave
-	// up left anything running. (Not with assert.Eventually, which runs
-	// its condition on a goroutine of its own.)
-	for end := time.Now().Add(10 * time.Second); runtime.NumGoroutine() > before && time.Now().Before(end); {
-		time.Sleep(time.Millisecond)
-	}
-	assert.LessOrEqual(t, runtime.NumGoroutine(), before, "a waiter that gave up left nothing running")
+	// up left anything running. (poll.Until checks on this goroutine;
+	// assert.Eventually would add one of its own to the count.)
+	assert.NoError(t, poll.Until(10*time.Second, time.Millisecond, func() error {
+		if n := runtime.NumGoroutine(); n > before {
+			return fmt.Errorf("%d goroutines, %d before the waiters", n, before)
+		}
+		return nil
+	}), "a waiter that gave up left nothing running")
 
 	require.NoError(t, f.Close()) // the holder goes away
 	h := hit(t, s, t0)

@@ -168,11 +168,11 @@ func (s *Store) CheckServer(ctx context.Context) error {
 		err = s.base.CreateTables(ctx)
 	}
 	var me *mysql.MySQLError
-	if errors.As(err, &me) && !overloaded(err) {
-		return fmt.Errorf("%w: %w", ErrRefused, err)
-	}
-	if overloaded(err) {
+	switch {
+	case overloaded(err):
 		return fmt.Errorf("%w: %w", ratelab.ErrBusy, err)
+	case errors.As(err, &me):
+		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	return err
 }

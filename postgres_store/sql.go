@@ -126,11 +126,11 @@ func (s *Store) CheckServer(ctx context.Context) error {
 		}
 	}
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) && !overloaded(err) {
-		return fmt.Errorf("%w: %w", ErrRefused, err)
-	}
-	if overloaded(err) {
+	switch {
+	case overloaded(err):
 		return fmt.Errorf("%w: %w", ratelab.ErrBusy, err)
+	case errors.As(err, &pe):
+		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	return err
 }

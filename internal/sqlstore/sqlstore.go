@@ -259,8 +259,8 @@ func (b *Base) busy(err error) bool {
 // Backoff waits before try number try+1 of what a busy server turned
 // away: 1 ms doubling to 32 ms, each wait drawn at random from half to one
 // and a half times that, so that the processes turned away together do
-// not all come back together. It reports false if ctx ends first, at once if its deadline
-// comes before the wait would end.
+// not all come back together. It reports false if ctx ends first, at once
+// if its deadline comes before the wait would end.
 func Backoff(ctx context.Context, try int) bool {
 	d := time.Millisecond << min(try, 5)
 	sleep := d/2 + rand.N(d)

@@ -279,8 +279,9 @@ func SilentServer(t testing.TB) string {
 			mu.Lock()
 			if closed { // accepted as the test ended
 				c.Close()
+			} else {
+				conns = append(conns, c)
 			}
-			conns = append(conns, c)
 			mu.Unlock()
 		}
 	}()

@@ -125,14 +125,23 @@ func Hit(hits int, take func() error) error {
 		}
 		took[i] = time.Since(start)
 	}
-	slices.Sort(took)
-	childproc.Say("result hits=%d p99=%d", hits, took[max(hits*99/100-1, 0)])
+	childproc.Say("result hits=%d p99=%d", hits, p99(took))
 	return nil
 }
 
+// p99 is the 99th percentile of took (the nearest rank: 99 in a hundred
+// are no longer), 0 when took is empty; it sorts took.
+func p99(took []time.Duration) time.Duration {
+	if len(took) == 0 {
+		return 0
+	}
+	slices.Sort(took)
+	return took[(len(took)*99+99)/100-1]
+}
+
 // P99 is the median of the 99th percentiles that Hit's result lines
-// report, as one hitter's wait in a hundred is at most that long; 0 when
-// no line has one.
+// report: in a hundred of one hitter's hits, 99 took no longer; 0 when no
+// line has one.
 func P99(lines []string) time.Duration {
 	var p99s []time.Duration
 	for _, line := range lines {

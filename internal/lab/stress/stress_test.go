@@ -24,3 +24,29 @@ func TestP99(t *testing.T) {
 		}
 	}
 }
+
+// p99 is the nearest rank: 99 of 100 hits took no longer; with fewer than
+// a hundred, the slowest but none; with none, 0 (a hitter of no hits).
+func TestHitterP99(t *testing.T) {
+	ms := func(n int) []time.Duration {
+		d := make([]time.Duration, n)
+		for i := range d {
+			d[i] = time.Duration(n-i) * time.Millisecond // slowest first: p99 sorts
+		}
+		return d
+	}
+	for _, tt := range []struct {
+		took []time.Duration
+		want time.Duration
+	}{
+		{ms(100), 99 * time.Millisecond},
+		{ms(3000), 2970 * time.Millisecond},
+		{ms(20), 20 * time.Millisecond},
+		{ms(1), time.Millisecond},
+		{nil, 0},
+	} {
+		if got := p99(tt.took); got != tt.want {
+			t.Errorf("p99 of %d hits = %v, want %v", len(tt.took), got, tt.want)
+		}
+	}
+}
