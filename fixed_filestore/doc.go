@@ -53,9 +53,9 @@
 // answers 503.
 //
 // A lock not free within LockWait is load, not an outage: a long queue on
-// one hot key — a flood of processes on two cores can keep a holder off
-// the CPU for seconds — cannot be told from a holder that hangs, and only
-// the first can be sent. The hit is refused under fail-open as under
+// one hot key — a flood of processes on two cores keeps the holder waiting
+// for a core among them — cannot be told from a holder that hangs, and
+// only the first can be sent. The hit is refused under fail-open as under
 // fail-closed, with an error wrapping [ratelab.ErrBusy] (503); fail-local
 // decides it in the process.
 //

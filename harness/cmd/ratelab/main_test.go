@@ -296,9 +296,10 @@ func TestBenchQuick(t *testing.T) {
 	code, out, errOut := cli("bench", "-quick")
 	require.Equal(t, 0, code, errOut)
 	for _, want := range []string{"# Performance", "| in-memory store", "| syscall floor", "| **file store", "truncate-first",
-		"| processes |", "| 2 |", "## Targets", "fixed, ≤ 1.2 × the syscall floor", "log, ≤ 1.5 × the syscall floor", "p99 of a hitter's hits, bounded / blocking"} {
+		"| processes |", "| 2 |", "## Targets", "fixed, ≤ 1.2 × the syscall floor", "log, ≤ 1.5 × the syscall floor", "p99 of a hitter's hits, bounded / blocking", "A sleep of 20 µs asked of Go's timers"} {
 		assert.Contains(t, out, want)
 	}
+	assert.Regexp(t, `took [0-9.]+ (µs|ms) here`, out, "the sleep is measured, not assumed")
 	assert.Regexp(t, `(?m)^- target: .* — (met|not met)( \([0-9.]+(, spread [0-9.]+–[0-9.]+)?\))?$`, out)
 }
 

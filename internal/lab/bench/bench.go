@@ -78,6 +78,10 @@ type Result struct {
 	PerHit     PerHit
 	Throughput []Throughput
 	Features   []Feature
+	// Sleep20us is how long a sleep of 20 µs asked of Go's timers took in
+	// this process, the median of 200: what the bounded lock wait's
+	// shortest sleep really lasts.
+	Sleep20us time.Duration
 	Databases  []Database
 }
 
@@ -110,6 +114,7 @@ func Run(o Options) (Result, error) {
 	if res.Databases, err = databases(o, say); err != nil {
 		return res, err
 	}
+	res.Sleep20us = sleepOf(20*time.Microsecond, 200)
 	for _, n := range o.Procs {
 		say("throughput with %d process(es) × %d hits, %d runs of each …", n, o.HitsEach, o.Repeats)
 		t, err := throughputRow(o, n)
@@ -141,6 +146,17 @@ func throughputRow(o Options, procs int) (Throughput, error) {
 		HotBounded: median(bounded), HotBlocking: median(blocking), Distinct: median(distinct),
 		BoundedOverBlocking: median(ratio),
 		P99Bounded:          time.Duration(median(p99Bounded)), P99Blocking: time.Duration(median(p99Blocking))}, nil
+}
+
+// sleepOf is how long time.Sleep(d) takes, the median of n.
+func sleepOf(d time.Duration, n int) time.Duration {
+	took := make([]float64, n)
+	for i := range took {
+		start := time.Now()
+		time.Sleep(d)
+		took[i] = float64(time.Since(start))
+	}
+	return time.Duration(median(took))
 }
 
 // throughput runs one stress run and checks that it lost nothing.

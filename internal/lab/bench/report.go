@@ -84,7 +84,7 @@ func (r Result) Markdown(w io.Writer) {
 			us(p.Redis), us(p.RedisStore), p.RedisOverStore)
 	}
 	databaseMarkdown(w, r.Options, r.Databases)
-	fmt.Fprintf(w, "## Many processes\n\nHits per second, all processes released together from a barrier, %d hits each; every run counted every hit. Each cell is the median of %d runs, the three kinds taking turns; the ratio is the median of the runs' ratios, so it need not be the ratio of the medians beside it. The p99 is each hitter's 99th percentile of its hits' times, the median over the hitters, then over the runs.\n\n", r.Options.HitsEach, r.Options.Repeats)
+	fmt.Fprintf(w, "## Many processes\n\nHits per second, all processes released together from a barrier, %d hits each; every run counted every hit. Each cell is the median of %d runs, the three kinds taking turns; the ratio is the median of the runs' ratios, so it need not be the ratio of the medians beside it. The p99 is each hitter's 99th percentile of its hits' times, the median over the hitters, then over the runs. A sleep of 20 µs asked of Go's timers, the bounded wait's first, took %s here (the median of 200).\n\n", r.Options.HitsEach, r.Options.Repeats, ms(r.Sleep20us))
 	fmt.Fprintf(w, "| processes | one hot key, bounded wait | one hot key, blocking flock | bounded ÷ blocking | p99 of a hitter's hits, bounded / blocking | a key per process |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, t := range r.Throughput {
 		fmt.Fprintf(w, "| %d | %.0f | %.0f | %.2f | %s / %s | %.0f |\n", t.Procs, t.HotBounded, t.HotBlocking, t.BoundedOverBlocking, ms(t.P99Bounded), ms(t.P99Blocking), t.Distinct)
@@ -140,10 +140,10 @@ const explanation = `## Why
   blocking: 20 µs, doubling, at most 100 µs while the wait is short and at
   most an eighth of the wait so far (up to 10 ms) once it is long, so that
   a hung holder costs a waiter a few hundred tries in 3 s, and no thread.
-  Go's timers wake an otherwise idle process about a millisecond after
-  the sleep it asked for; the sleeper leaves its core to the holder
-  meanwhile, and the table's p99 column shows what the wait costs at the
-  tail. The store once waited instead in a blocking flock(2) on a
+  Go's timers can wake a sleeper much later than it asked (the section
+  above says how much later here); the sleeper leaves its core to the
+  holder meanwhile, and the table's p99 column shows what the wait costs
+  at the tail. The store once waited instead in a blocking flock(2) on a
   goroutine of its own, the request waiting for it at most the lock wait:
   the kernel woke it the moment the lock was free, but starting the
   goroutine and handing its result back each woke an idle P of the Go
