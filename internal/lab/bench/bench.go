@@ -82,7 +82,7 @@ type Result struct {
 	// this process, the median of 200: what the bounded lock wait's
 	// shortest sleep really lasts.
 	Sleep20us time.Duration
-	Databases  []Database
+	Databases []Database
 }
 
 // Run measures everything Options ask for.
