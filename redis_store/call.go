@@ -33,12 +33,48 @@ type onceCmd struct{ *redis.Cmd }
 // failure that may have come after it ran.
 func (onceCmd) NoRetry() bool { return true }
 
-// call runs script on keys once, as go-redis's Script.Run does — EVALSHA,
+// script is one of the store's Lua scripts: go-redis's, which loads it
+// and sends it in WAIT's pipeline, with the command names and the two
+// ways of naming it boxed once, so that a hit boxes only its own keys
+// and numbers.
+type script struct {
+	*redis.Script
+	sha, src any
+}
+
+func newScript(src string) *script {
+	s := redis.NewScript(src)
+	return &script{s, s.Hash(), src}
+}
+
+// The names of the two commands call sends, boxed once.
+var evalshaName, evalName any = "evalsha", "eval"
+
+// call runs sc on keys once, as go-redis's Script.Run does — EVALSHA,
 // and only if Redis answers that it does not know the script (NOSCRIPT:
 // nothing ran) EVAL with its source — but neither command is ever sent
-// again after a failure.
-func (s *Store) call(ctx context.Context, script *redis.Script, keys []string, args ...any) ([]int64, error) {
-	return script.Run(ctx, once{s.rdb, s.proc}, keys, args...).Int64Slice()
+// again after a failure. It builds the command's arguments itself, in
+// one slice: the hot path of every hit.
+func (s *Store) call(ctx context.Context, sc *script, keys []string, args ...any) ([]int64, error) {
+	argv := make([]any, 3+len(keys)+len(args))
+	argv[0], argv[1], argv[2] = evalshaName, sc.sha, len(keys)
+	for i, k := range keys {
+		argv[3+i] = k
+	}
+	copy(argv[3+len(keys):], args)
+	cmd := s.send(ctx, argv)
+	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") { // nil first: HasErrorPrefix allocates
+		argv[0], argv[1] = evalName, sc.src
+		cmd = s.send(ctx, argv)
+	}
+	return cmd.Int64Slice()
+}
+
+// send sends argv as a command never retried (onceCmd).
+func (s *Store) send(ctx context.Context, argv []any) *redis.Cmd {
+	cmd := onceCmd{redis.NewCmd(ctx, argv...)}
+	_ = s.proc.Process(ctx, cmd) // the error is cmd's
+	return cmd.Cmd
 }
 
 // reloadAfter makes a cluster client reload its map of the slots after a
@@ -55,32 +91,4 @@ func (s *Store) reloadAfter(ctx context.Context, err error) {
 	if !errors.As(err, &rerr) {
 		s.reload.ReloadState(ctx)
 	}
-}
-
-// once is the store's client as a redis.Scripter whose EVAL and EVALSHA
-// are onceCmds: what Script.Run sends through it is never retried.
-type once struct {
-	redis.Scripter
-	proc processor
-}
-
-// Eval runs the script src, never retried.
-func (o once) Eval(ctx context.Context, src string, keys []string, args ...any) *redis.Cmd {
-	return o.send(ctx, "eval", src, keys, args)
-}
-
-// EvalSha runs the script whose SHA-1 digest is sha, never retried.
-func (o once) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	return o.send(ctx, "evalsha", sha, keys, args)
-}
-
-func (o once) send(ctx context.Context, name, script string, keys []string, args []any) *redis.Cmd {
-	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
-	cmdArgs = append(cmdArgs, name, script, len(keys))
-	for _, k := range keys {
-		cmdArgs = append(cmdArgs, k)
-	}
-	cmd := onceCmd{redis.NewCmd(ctx, append(cmdArgs, args...)...)}
-	_ = o.proc.Process(ctx, cmd) // the error is cmd's
-	return cmd.Cmd
 }

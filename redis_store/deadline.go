@@ -21,10 +21,9 @@ type deadlineCtx struct {
 	deadline time.Time
 }
 
-// withDeadline returns ctx bounded by d from now: ctx itself if its own
+// withDeadline returns ctx bounded by deadline: ctx itself if its own
 // deadline comes sooner.
-func withDeadline(ctx context.Context, d time.Duration) context.Context {
-	deadline := time.Now().Add(d)
+func withDeadline(ctx context.Context, deadline time.Time) context.Context {
 	if own, ok := ctx.Deadline(); ok && !own.After(deadline) {
 		return ctx
 	}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
 )
@@ -25,7 +23,7 @@ import (
 // from nothing, a conflict, a state no rule wrote — takes the slower path
 // after it. {-1, reset_at}: another rule's window; {1, reset_at, cause}:
 // the state was replaced by a fresh window.
-var fixedWindow = redis.NewScript(`
+var fixedWindow = newScript(`
 local rpcall, limit = redis.pcall, ARGV[3]
 local t = ARGV[1] + 0 -- a string to a number, as tonumber but without its call
 local live = t + ARGV[2] + ` + maxSkewSeconds + ` -- the latest reset_at of this rule's own window

@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
 )
@@ -79,12 +77,12 @@ local function validWindow(x) return x >= 1 and x <= maxWindow end
 
 // stateScript is a script of the prelude, defs and body, the body being a
 // function's: its reply gains the cause when the state was replaced.
-func stateScript(defs, body string) *redis.Script { return stepScript(prelude+defs, body) }
+func stateScript(defs, body string) *script { return stepScript(prelude+defs, body) }
 
 // stepScript is a script of head and body, the body being a function's:
 // its reply gains the cause when the state was replaced.
-func stepScript(head, body string) *redis.Script {
-	return redis.NewScript(head + "local function step()\n" + body + `
+func stepScript(head, body string) *script {
+	return newScript(head + "local function step()\n" + body + `
 end
 local r = step()
 if cause then r[#r + 1] = cause end

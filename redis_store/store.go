@@ -102,6 +102,7 @@ type Store struct {
 	log     *slog.Logger
 	prefix  string
 	now     func() time.Time
+	wall    bool // now is time.Now: Take reads it once
 	rules   algorithm.Rules
 
 	waitReplicas int
@@ -130,7 +131,7 @@ func New(client redis.Cmdable, opts Options) (*Store, error) {
 		s.log = slog.Default()
 	}
 	if s.now == nil {
-		s.now = time.Now
+		s.now, s.wall = time.Now, true
 	}
 	var err error
 	if s.fail, err = brokeninmemory.NewFailer(opts.FailPolicy, "redisstore", s.log); err != nil {
@@ -198,7 +199,7 @@ func (s *Store) key(r ratelab.Rule, key string) string {
 	return b.String()
 }
 
-var scripts = map[ratelab.Algorithm]*redis.Script{
+var scripts = map[ratelab.Algorithm]*script{
 	ratelab.FixedWindow:    fixedWindow,
 	ratelab.SlidingCounter: slidingCounter,
 	ratelab.SlidingLog:     slidingLog,
@@ -207,6 +208,10 @@ var scripts = map[ratelab.Algorithm]*redis.Script{
 
 // Take takes one hit now; it is TakeAt(ctx, r, key, clock()).
 func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.Decision, error) {
+	if s.wall { // one reading of the clock is the hit's instant and its deadline's start
+		now := time.Now()
+		return s.takeAt(ctx, r, key, now, now)
+	}
 	return s.TakeAt(ctx, r, key, s.now())
 }
 
@@ -220,13 +225,18 @@ func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.D
 // rule with the same name (ratelab.ErrRuleConflict, the state left as it
 // was), are errors under every policy.
 func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
+	return s.takeAt(ctx, r, key, now, time.Now())
+}
+
+// takeAt is TakeAt, the hit's deadline counted from start.
+func (s *Store) takeAt(ctx context.Context, r ratelab.Rule, key string, now, start time.Time) (ratelab.Decision, error) {
 	r, err := s.rules.Admit(r, now)
 	if err != nil {
 		return ratelab.Decision{}, err
 	}
 	name := s.key(r, key)
 	rkey := countKey(r, name)
-	d, err := s.take(ctx, name, r, now)
+	d, err := s.take(withDeadline(ctx, start.Add(s.timeout)), name, r, now)
 	switch {
 	case err == nil:
 		return d, nil
@@ -250,7 +260,6 @@ func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time
 // decided on the fresh state. A hit the replicas did not confirm
 // (WaitReplicas) is decided and returned with its error.
 func (s *Store) take(ctx context.Context, name string, r ratelab.Rule, now time.Time) (ratelab.Decision, error) {
-	ctx = withDeadline(ctx, s.timeout)
 	if r.Algorithm == ratelab.FixedWindow {
 		return s.takeFixed(ctx, name, r, now)
 	}
@@ -283,7 +292,7 @@ func (s *Store) replaced(rkey string, cause int64) {
 	s.log.Warn("redisstore: replaced a corrupt state", "key", rkey, "cause", why)
 }
 
-// run runs script on keys (of one slot) and, with WaitReplicas, WAIT
+// run runs sc on keys (of one slot) and, with WaitReplicas, WAIT
 // after it on the same connection (a pipeline): WAIT counts the replicas
 // that have the writes of its own connection. A cluster's TRYAGAIN, or a
 // MOVED or ASK that go-redis stopped following (its MaxRedirects, while
@@ -291,8 +300,8 @@ func (s *Store) replaced(rkey string, cause int64) {
 // is tried again until ctx ends. A primary's refusal
 // for want of good replicas (min-replicas-to-write) is ErrNotReplicated
 // too.
-func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, args ...any) ([]int64, error) {
-	vals, err := s.runScript(ctx, script, keys, args...)
+func (s *Store) run(ctx context.Context, sc *script, keys []string, args ...any) ([]int64, error) {
+	vals, err := s.runScript(ctx, sc, keys, args...)
 	for try := 0; notRun(err); try++ {
 		// A slot moving between a cluster's nodes holds a part of the
 		// state's keys on each, or none on the node importing it: the
@@ -303,7 +312,7 @@ func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, ar
 		if s.reload != nil && !redis.HasErrorPrefix(err, "TRYAGAIN") {
 			s.reload.ReloadState(ctx) // the map of the slots is stale
 		}
-		vals, err = s.runScript(ctx, script, keys, args...)
+		vals, err = s.runScript(ctx, sc, keys, args...)
 	}
 	s.reloadAfter(ctx, err)
 	if err != nil && redis.HasErrorPrefix(err, "NOREPLICAS") { // min-replicas-to-write: the primary refused the write
@@ -318,11 +327,11 @@ func notRun(err error) bool {
 	return err != nil && (redis.HasErrorPrefix(err, "TRYAGAIN") || redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK"))
 }
 
-func (s *Store) runScript(ctx context.Context, script *redis.Script, keys []string, args ...any) ([]int64, error) {
+func (s *Store) runScript(ctx context.Context, sc *script, keys []string, args ...any) ([]int64, error) {
 	if s.waitReplicas == 0 {
-		return s.call(ctx, script, keys, args...)
+		return s.call(ctx, sc, keys, args...)
 	}
-	return s.runWait(ctx, script, keys, args...)
+	return s.runWait(ctx, sc, keys, args...)
 }
 
 // Reset forgets the state of key under r: one DEL (of both keys of a

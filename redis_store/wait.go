@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 	"github.com/ratelab/ratelab"
 )
 
-// runWait runs script on keys (of one slot) and WAIT after it, in one pipeline on the
+// runWait runs sc on keys (of one slot) and WAIT after it, in one pipeline on the
 // connection of the node that ran the script: WAIT counts the replicas
 // that have the writes of its own connection, so on any other connection
 // — another primary of a cluster — it confirms nothing about this hit.
@@ -24,7 +25,7 @@ import (
 //
 // A hit the script counted and fewer than WaitReplicas replicas confirmed
 // returns the script's reply and an *unconfirmed error.
-func (s *Store) runWait(ctx context.Context, script *redis.Script, keys []string, args ...any) ([]int64, error) {
+func (s *Store) runWait(ctx context.Context, sc *script, keys []string, args ...any) ([]int64, error) {
 	node, asking := s.rdb, false
 	cluster, _ := s.rdb.(*redis.ClusterClient)
 	if cluster != nil {
@@ -36,14 +37,14 @@ func (s *Store) runWait(ctx context.Context, script *redis.Script, keys []string
 	}
 	loaded, redirected := false, false
 	for {
-		res, acks, err := s.evalWait(ctx, node, asking, script, keys, args)
+		res, acks, err := s.evalWait(ctx, node, asking, sc, keys, args)
 		if err == nil || res.Err() == nil {
 			return s.confirmed(res, acks)
 		}
 		switch {
 		case redis.HasErrorPrefix(res.Err(), "NOSCRIPT") && !loaded:
 			loaded = true
-			if err := script.Load(ctx, node).Err(); err != nil {
+			if err := sc.Load(ctx, node).Err(); err != nil {
 				return nil, err
 			}
 			continue
@@ -71,12 +72,14 @@ func (s *Store) runWait(ctx context.Context, script *redis.Script, keys []string
 
 // evalWait sends EVALSHA and WAIT in one pipeline to node, after ASKING
 // if asking.
-func (s *Store) evalWait(ctx context.Context, node redis.Cmdable, asking bool, script *redis.Script, keys []string, args []any) (*redis.Cmd, *redis.Cmd, error) {
+func (s *Store) evalWait(ctx context.Context, node redis.Cmdable, asking bool, sc *script, keys []string, args []any) (*redis.Cmd, *redis.Cmd, error) {
 	pipe := node.Pipeline()
 	if asking {
 		pipe.Do(ctx, "ASKING")
 	}
-	res := script.EvalSha(ctx, pipe, keys, args...)
+	// Copies, so that the hit's own keys and arguments stay off the heap
+	// on the path without WAIT.
+	res := sc.EvalSha(ctx, pipe, slices.Clone(keys), slices.Clone(args)...)
 	acks := pipe.Do(ctx, "WAIT", s.waitReplicas, s.waitTimeout.Milliseconds())
 	_, err := pipe.Exec(ctx)
 	return res, acks, err
