@@ -4,9 +4,9 @@
 package redisserver
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -70,14 +70,35 @@ func Start(args ...string) (*Server, error) {
 	return nil, errors.New("redisserver: redis-server did not become ready")
 }
 
+// waitReady waits until the server answers PING, on connections of its
+// own rather than through go-redis, whose failed dials — the server is
+// still starting — a program that routes go-redis's log to its own would
+// print as warnings.
 func (s *Server) waitReady(limit time.Duration) error {
-	c := s.Client()
+	return poll.Until(limit, 10*time.Millisecond, func() error { return ping(s.Addr) })
+}
+
+// ping sends PING to the server at addr and reads its PONG.
+func ping(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err != nil {
+		return err
+	}
 	defer c.Close()
-	return poll.Until(limit, 10*time.Millisecond, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		defer cancel()
-		return c.Ping(ctx).Err()
-	})
+	if err := c.SetDeadline(time.Now().Add(200 * time.Millisecond)); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(c, "PING\r\n"); err != nil {
+		return err
+	}
+	reply := make([]byte, len("+PONG\r\n"))
+	if _, err := io.ReadFull(c, reply); err != nil {
+		return err
+	}
+	if string(reply) != "+PONG\r\n" {
+		return fmt.Errorf("redisserver: PING answered %q", reply)
+	}
+	return nil
 }
 
 // Client returns a new client of the server.
