@@ -42,9 +42,13 @@ type Decision struct {
 	// ResetAfter is how long until the key is back to its full allowance
 	// if no hit comes first; never negative.
 	ResetAfter time.Duration
-	// NotCounted is non-nil when the store could not record this hit in
-	// its shared state, and says why: under FailOpen the hit is let
-	// through, under FailLocal it was decided by the process alone (Local).
+	// NotCounted is non-nil when the store could not confirm that it
+	// recorded this hit in its shared state, and says why: under FailOpen
+	// the hit is let through, under FailLocal it was decided by the
+	// process alone (Local). A hit whose answer was lost after it was
+	// sent — a timeout, a reset connection — may have been counted all the
+	// same, as a Redis script runs once it arrives: the shared count errs
+	// toward more hits, never fewer.
 	NotCounted error
 	// Local reports a decision made under FailLocal by the process's own
 	// in-memory limiter, because the shared store could not answer: it
