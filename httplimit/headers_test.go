@@ -53,10 +53,10 @@ func TestHeaderCases(t *testing.T) {
 		{"dry run: would refuse, passes, logs", func(m *httplimit.Middleware) { m.DryRun = true },
 			new(brokeninmemory.Store), []ratelab.Rule{minute}, 3,
 			want{200, "", `"per-minute";r=0;t=60`, `"per-minute";q=2;w=60`, httplimit.DryRunRefused, "per-minute", true, "would have been refused"}},
-		{"fail-open: passes, counted as not counted", nil,
+		{"fail-open: passes, counted as not counted, no state claimed", nil,
 			storetest.Stub{D: ratelab.Decision{Allowed: true, Remaining: 1, ResetAfter: time.Minute, NotCounted: errors.New("disk gone")}},
 			[]ratelab.Rule{minute}, 1,
-			want{200, "", `"per-minute";r=1;t=60`, `"per-minute";q=2;w=60`, httplimit.NotCounted, "per-minute", true, ""}},
+			want{200, "", "", `"per-minute";q=2;w=60`, httplimit.NotCounted, "per-minute", true, ""}},
 		{"fail-closed: 503, no fields", nil, storetest.Stub{Err: ratelab.ErrUnavailable}, []ratelab.Rule{minute}, 1,
 			want{503, "", "", "", httplimit.Unavailable, "per-minute", false, "unavailable"}},
 	}

@@ -58,7 +58,9 @@ func RemoteAddrKey(prefix string) KeyFunc { return Client{}.Key(prefix) }
 // alone (Metrics counts those apart). Seconds are rounded up, so a client that waits
 // them is never early. When the store cannot decide (a fail-closed store
 // whose state is unreachable) the answer is 503 Service Unavailable and
-// next is not called. The request's context reaches the store: a client
+// next is not called; a request a fail-open store let through uncounted
+// gets RateLimit-Policy but no RateLimit field, for nothing is known of
+// its state. The request's context reaches the store: a client
 // that goes away ends the store's wait.
 //
 // An allowlisted request (Allow) is passed on without being counted and
@@ -157,7 +159,9 @@ func (l *limited) answer(w http.ResponseWriter, r *http.Request, k string) {
 		wait = d.RetryAfter
 	}
 	t := strconv.FormatInt(ratelab.CeilSeconds(wait), 10)
-	h.Set("RateLimit", fmt.Sprintf("%q;r=%d;t=%s", d.Rule.Name, d.Remaining, t))
+	if d.NotCounted == nil || d.Local { // a hit let through uncounted knows nothing of the client's state
+		h.Set("RateLimit", fmt.Sprintf("%q;r=%d;t=%s", d.Rule.Name, d.Remaining, t))
+	}
 	switch {
 	case d.Allowed:
 		l.count(d.Rule.Name, allowedOutcome(d))
