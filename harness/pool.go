@@ -201,6 +201,7 @@ func (h *Host) roundRobin() http.Handler {
 // it would hold every request it is sent as long.
 func (h *Host) proxyError(rw http.ResponseWriter, r *http.Request, err error) {
 	w := r.Context().Value(pickedKey{}).(*worker)
+	h.failed.Add(1)
 	fmt.Fprintf(h.cfg.Stderr, "front: worker pid %d: %v\n", w.pid(), err)
 	if isTimeout(err) && r.Context().Err() == nil && !w.exited.Load() && w.hung.CompareAndSwap(false, true) {
 		fmt.Fprintf(h.cfg.Stderr, "front: worker pid %d gave no answer within %v: killed\n", w.pid(), h.cfg.Timeouts.Worker)
