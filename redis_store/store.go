@@ -99,7 +99,6 @@ type Store struct {
 	log     *slog.Logger
 	prefix  string
 	now     func() time.Time
-	wall    bool // now is time.Now: Take reads it once
 	rules   algorithm.Rules
 
 	waitReplicas int
@@ -128,7 +127,7 @@ func New(client redis.Cmdable, opts Options) (*Store, error) {
 		s.log = slog.Default()
 	}
 	if s.now == nil {
-		s.now, s.wall = time.Now, true
+		s.now = time.Now
 	}
 	var err error
 	if s.fail, err = brokeninmemory.NewFailer(opts.FailPolicy, "redisstore", s.log); err != nil {
@@ -162,10 +161,6 @@ var scripts = map[ratelab.Algorithm]*script{
 
 // Take takes one hit now; it is TakeAt(ctx, r, key, clock()).
 func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.Decision, error) {
-	if s.wall { // one reading of the clock is the hit's instant and its deadline's start
-		now := time.Now()
-		return s.takeAt(ctx, r, key, now, now)
-	}
 	return s.TakeAt(ctx, r, key, s.now())
 }
 
@@ -179,18 +174,13 @@ func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.D
 // rule with the same name (ratelab.ErrRuleConflict, the state left as it
 // was), are errors under every policy.
 func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
-	return s.takeAt(ctx, r, key, now, time.Now())
-}
-
-// takeAt is TakeAt, the hit's deadline counted from start.
-func (s *Store) takeAt(ctx context.Context, r ratelab.Rule, key string, now, start time.Time) (ratelab.Decision, error) {
 	r, err := s.rules.Admit(r, now)
 	if err != nil {
 		return ratelab.Decision{}, err
 	}
 	name := s.key(r, key)
 	rkey := countKey(r, name)
-	d, err := s.take(withDeadline(ctx, start.Add(s.timeout)), name, r, now)
+	d, err := s.take(withDeadline(ctx, time.Now().Add(s.timeout)), name, r, now)
 	switch {
 	case err == nil:
 		return d, nil
