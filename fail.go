@@ -108,8 +108,8 @@ func (f *Failer) Policy() FailPolicy { return f.policy }
 // Fail applies the policy to a hit of key under r at now that the store
 // could not record, for cause. It logs one line naming the store, the
 // place (where: a file path, a key) and the cause. Fail-open returns an
-// allowed decision with NotCounted set, as the first hit of a fresh window
-// would be; fail-closed returns an error wrapping ErrUnavailable;
+// allowed decision with NotCounted set and no state (Decision.Uncounted);
+// fail-closed returns an error wrapping ErrUnavailable;
 // fail-local returns the in-process store's decision, with Local and
 // NotCounted set. If ctx has ended, the caller gave up: Fail returns ctx's
 // error under every policy, since nobody waits for the answer. r is the
@@ -133,7 +133,7 @@ func (f *Failer) Fail(ctx context.Context, where slog.Attr, r Rule, key string, 
 		return d, nil
 	}
 	f.log.Warn(f.pkg+": hit not counted (fail-open): rate-limit state unavailable", where, "rule", r.Name, "err", cause)
-	return Decision{Rule: r, Allowed: true, Remaining: r.Limit - 1, ResetAfter: r.Window, NotCounted: cause}, nil
+	return Decision{Rule: r, Allowed: true, NotCounted: cause}, nil // no state to report: see Decision.Uncounted
 }
 
 // !-fail

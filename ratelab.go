@@ -34,7 +34,8 @@ type Decision struct {
 	// Allowed reports whether the hit is within the rule.
 	Allowed bool
 	// Remaining is how many more hits the rule allows right now, never
-	// below zero.
+	// below zero. It, RetryAfter and ResetAfter are zero for a hit let
+	// through uncounted (Uncounted): nothing is known of the key's state.
 	Remaining int64
 	// RetryAfter is, for a refused hit, how long until one more hit would
 	// be allowed if none came first; 0 for an allowed hit.
@@ -55,6 +56,11 @@ type Decision struct {
 	// counts this process's hits only.
 	Local bool
 }
+
+// Uncounted reports whether d let a hit through that no count holds — a
+// fail-open pass, whose Remaining and waits say nothing of the key's
+// state. A fail-local decision (Local) is counted, in the process.
+func (d Decision) Uncounted() bool { return d.NotCounted != nil && !d.Local }
 
 // KeyDigest is how every persistent store names a state: the hex SHA-256
 // of the state key ([Rule.StateKey]). Whatever a key holds — an address, a

@@ -183,7 +183,9 @@ func TestFailPolicy(t *testing.T) {
 	d, err := failer(ratelab.FailOpen).Fail(context.Background(), stringAttr(), original, "k", now, gone)
 	require.NoError(t, err)
 	assert.True(t, d.Allowed)
-	assert.Equal(t, int64(29), d.Remaining)
+	// No state is made up for it: it said 29 remaining, as a fresh window's first hit.
+	assert.True(t, d.Uncounted())
+	assert.Equal(t, ratelab.Decision{Rule: d.Rule, Allowed: true, NotCounted: d.NotCounted}, d)
 	assert.ErrorIs(t, d.NotCounted, gone)
 	_, err = failer(ratelab.FailClosed).Fail(context.Background(), stringAttr(), original, "k", now, gone)
 	assert.ErrorIs(t, err, ratelab.ErrUnavailable)
@@ -196,6 +198,7 @@ func TestFailPolicy(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, i <= 30, d.Allowed, "hit %d", i)
 		assert.True(t, d.Local, "hit %d", i)
+		assert.False(t, d.Uncounted(), "hit %d: counted, in the process", i)
 		assert.ErrorIs(t, d.NotCounted, gone, "hit %d", i)
 	}
 	d, err = local.Fail(context.Background(), stringAttr(), original, "other", now, gone)

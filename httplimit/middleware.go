@@ -159,7 +159,7 @@ func (l *limited) answer(w http.ResponseWriter, r *http.Request, k string) {
 		wait = d.RetryAfter
 	}
 	t := strconv.FormatInt(ratelab.CeilSeconds(wait), 10)
-	if d.NotCounted == nil || d.Local { // a hit let through uncounted knows nothing of the client's state
+	if !d.Uncounted() {
 		h.Set("RateLimit", fmt.Sprintf("%q;r=%d;t=%s", d.Rule.Name, d.Remaining, t))
 	}
 	switch {

@@ -19,9 +19,9 @@ type hitResult struct {
 	Allowed    bool   `json:"allowed"`
 	Rule       string `json:"rule"`
 	Limit      int64  `json:"limit"`
-	Remaining  int64  `json:"remaining"`
-	RetryAfter int64  `json:"retry_after"`
-	ResetAfter int64  `json:"reset_after"`
+	Remaining  *int64 `json:"remaining,omitempty"` // nil for a hit let through uncounted: no state is known
+	RetryAfter *int64 `json:"retry_after,omitempty"`
+	ResetAfter *int64 `json:"reset_after,omitempty"`
 	NotCounted string `json:"not_counted,omitempty"`
 	Local      bool   `json:"local,omitempty"` // decided by this process alone (-fail local)
 }
@@ -120,8 +120,11 @@ func cmdHit(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	res := hitResult{Allowed: d.Allowed, Rule: rule.Name, Limit: rule.Limit, Remaining: d.Remaining,
-		RetryAfter: ratelab.CeilSeconds(d.RetryAfter), ResetAfter: ratelab.CeilSeconds(d.ResetAfter)}
+	res := hitResult{Allowed: d.Allowed, Rule: rule.Name, Limit: rule.Limit}
+	if !d.Uncounted() {
+		retry, reset := ratelab.CeilSeconds(d.RetryAfter), ratelab.CeilSeconds(d.ResetAfter)
+		res.Remaining, res.RetryAfter, res.ResetAfter = &d.Remaining, &retry, &reset
+	}
 	if d.NotCounted != nil {
 		res.NotCounted, res.Local = d.NotCounted.Error(), d.Local
 	}
