@@ -185,7 +185,9 @@ func checkPolicies(t *testing.T, breakIt func(t *testing.T, s *fixedfilestore.St
 			if policy != ratelab.FailClosed {
 				require.NoError(t, err)
 				assert.True(t, h.Allowed)
-				assert.Equal(t, int64(29), h.Remaining)
+				// Fail-local counts in the process; fail-open claims no state.
+				assert.Equal(t, map[ratelab.FailPolicy]int64{ratelab.FailOpen: 0, ratelab.FailLocal: 29}[policy], h.Remaining)
+				assert.Equal(t, policy == ratelab.FailOpen, h.Uncounted())
 				require.Error(t, h.NotCounted, "fail-%v must say the hit was not counted", policy)
 				assert.Contains(t, h.NotCounted.Error(), wantCause)
 				assert.Equal(t, policy == ratelab.FailLocal, h.Local)
