@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 )
 
 // The store reaches its files only through a descriptor of the state
-// directory, opened once without following a link: every open, stat and
+// directory, opened once without following a link at any name of its
+// path: every open, stat and
 // unlink is relative to it (openat, fstatat, unlinkat) and never follows a
 // link either. A state directory swapped for a symlink while the store
 // runs therefore never sends a write outside it: the descriptor still
@@ -21,18 +24,79 @@ import (
 // needs the whole path to reach its file.
 func (s *Store) pathOf(name string) string { return s.dir + string(os.PathSeparator) + name }
 
-// openDirectory opens path as a directory, refusing a symlink.
-func openDirectory(path string) (int, error) {
-	fd, err := openDir(path)
-	switch {
-	case err == nil:
-		return fd, nil
-	case errors.Is(err, errSymlink):
-		return -1, fmt.Errorf("%s %w; use the real directory", path, err)
-	case errors.Is(err, errNotDir):
-		return -1, fmt.Errorf("%s is %w", path, err)
+// openStateDir opens the state directory under base — base reached
+// without following a link at any of its names, then rate-limits in it,
+// created 0700 if absent — through descriptors only, so that no name on
+// the way can send the store elsewhere.
+func openStateDir(base string) (int, error) {
+	basefd, err := openDirectory(base)
+	if err != nil {
+		return -1, err
 	}
-	return -1, &fs.PathError{Op: "open", Path: path, Err: err}
+	defer closeFD(basefd)
+	state := filepath.Join(base, DirName)
+	if err := mkdirAt(basefd, DirName, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return -1, fmt.Errorf("create state directory: %w", &fs.PathError{Op: "mkdir", Path: state, Err: err})
+	}
+	fd, err := openDirIn(basefd, DirName)
+	if err != nil {
+		return -1, dirError(state, err)
+	}
+	return fd, nil
+}
+
+// openDirectory opens path as a directory without following a symlink at
+// any of its names, not only the last: each is opened relative to the one
+// before (openat(2) with O_NOFOLLOW), from the root or the working
+// directory. The error names the first that is a link, missing or not a
+// directory.
+func openDirectory(path string) (int, error) {
+	names := strings.Split(path, string(os.PathSeparator))
+	if filepath.IsAbs(path) {
+		names[0] = string(os.PathSeparator)
+	}
+	fd, at := cwdFD, ""
+	for _, name := range names {
+		if name == "" {
+			continue
+		}
+		at = filepath.Join(at, name)
+		next, err := openDirIn(fd, name)
+		if fd != cwdFD {
+			closeFD(fd)
+		}
+		if err != nil {
+			return -1, dirError(at, err)
+		}
+		fd = next
+	}
+	return fd, nil
+}
+
+// openDirIn opens name in the directory dirfd as a directory, never
+// through a link; a link is errSymlink, which O_DIRECTORY reports as not
+// a directory.
+func openDirIn(dirfd int, name string) (int, error) {
+	fd, err := openDirAt(dirfd, name)
+	if errors.Is(err, errNotDir) {
+		if st, serr := lstatAt(dirfd, name); serr == nil && st.symlink {
+			err = errSymlink
+		}
+	}
+	return fd, err
+}
+
+// dirError says why the directory at path could not be opened.
+func dirError(path string, err error) error {
+	switch {
+	case errors.Is(err, errSymlink):
+		return fmt.Errorf("%s %w; use the real directory", path, err)
+	case errors.Is(err, errNotDir):
+		return fmt.Errorf("%s is %w", path, err)
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("directory %s does not exist: create it, or point the store at one that does", path)
+	}
+	return &fs.PathError{Op: "open", Path: path, Err: err}
 }
 
 // openAt opens name in the state directory in mode, never following a
@@ -69,10 +133,7 @@ func (s *Store) reopenDir(old int) error {
 	if s.dirfd != old { // another hit did it first
 		return nil
 	}
-	if err := os.Mkdir(s.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("recreate state directory: %w", err)
-	}
-	fd, err := openDirectory(s.dir)
+	fd, err := openStateDir(filepath.Dir(s.dir))
 	if err != nil {
 		return err
 	}

@@ -33,6 +33,7 @@ const (
 // fileStat is what the package asks of a stat.
 type fileStat struct {
 	regular bool // a regular file, not a FIFO, device, directory or link
+	symlink bool
 	nlink   uint64
 	mtime   time.Time
 	perm    uint32 // the permission bits

@@ -15,7 +15,10 @@ func supported() error {
 		"released when the holder dies), available on Linux, macOS and the BSDs, not on %s: %w", runtime.GOOS, errors.ErrUnsupported)
 }
 
-func openDir(string) (int, error)                { return -1, supported() }
+const cwdFD = -1
+
+func openDirAt(int, string) (int, error)         { return -1, supported() }
+func mkdirAt(int, string, uint32) error          { return supported() }
 func openAt(int, string, openMode) (int, error)  { return -1, supported() }
 func flock(int, lockKind, bool) error            { return supported() }
 func funlock(int) error                          { return supported() }

@@ -11,7 +11,8 @@ import (
 // missing, that it is unsupported, in an error errors.Is matches.
 func TestPlatformLayerIsUnsupported(t *testing.T) {
 	for name, call := range map[string]func() error{
-		"openDir":      func() error { _, err := openDir("d"); return err },
+		"openDirAt":    func() error { _, err := openDirAt(cwdFD, "d"); return err },
+		"mkdirAt":      func() error { return mkdirAt(cwdFD, "d", 0o700) },
 		"openAt":       func() error { _, err := openAt(0, "f", openState); return err },
 		"flock":        func() error { return flock(0, lockExclusive, false) },
 		"funlock":      func() error { return funlock(0) },

@@ -31,9 +31,24 @@ func (m openMode) flags() int {
 
 // !-openflags
 
-// openDir opens path as a directory, never through a symlink.
-func openDir(path string) (int, error) {
-	return openat(unix.AT_FDCWD, path, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+// cwdFD stands for the working directory where a directory descriptor is
+// asked for.
+const cwdFD = unix.AT_FDCWD
+
+// openDirAt opens name relative to dirfd as a directory, never through a
+// symlink.
+func openDirAt(dirfd int, name string) (int, error) {
+	return openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+}
+
+// mkdirAt is mkdirat(2): name relative to dirfd, mode perm; a symlink at
+// name is an error (EEXIST), never followed.
+func mkdirAt(dirfd int, name string, perm uint32) error {
+	for {
+		if err := unix.Mkdirat(dirfd, name, perm); err != unix.EINTR {
+			return err
+		}
+	}
 }
 
 // openAt opens name relative to dirfd in mode, created 0600, never
@@ -105,7 +120,7 @@ func lstatAt(dirfd int, name string) (fileStat, error) {
 }
 
 func statOf(st *unix.Stat_t) fileStat {
-	return fileStat{regular: st.Mode&unix.S_IFMT == unix.S_IFREG, nlink: uint64(st.Nlink), mtime: time.Unix(st.Mtim.Unix()), perm: uint32(st.Mode) & 0o777,
+	return fileStat{regular: st.Mode&unix.S_IFMT == unix.S_IFREG, symlink: st.Mode&unix.S_IFMT == unix.S_IFLNK, nlink: uint64(st.Nlink), mtime: time.Unix(st.Mtim.Unix()), perm: uint32(st.Mode) & 0o777,
 		uid: st.Uid}
 }
 

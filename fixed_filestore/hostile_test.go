@@ -94,6 +94,33 @@ func TestStateDirectorySwappedForASymlinkUnderTraffic(t *testing.T) {
 	}
 }
 
+// A directory above the base swapped for a symlink after the state
+// directory was removed never sends a write outside: the store recreates
+// rate-limits only in the real base, opened without following a link
+// anywhere in its path, and otherwise fails the hit by its policy. (The
+// store used to recreate base/rate-limits by its whole path, through the
+// link, and count the hit in the directory it pointed to.)
+func TestParentSwappedForASymlinkIsNotFollowed(t *testing.T) {
+	root := t.TempDir()
+	parent := filepath.Join(root, "app")
+	base := filepath.Join(parent, "var")
+	require.NoError(t, os.MkdirAll(base, 0o700))
+	s, _ := newStoreAt(t, base, fixedfilestore.Options{})
+	hit(t, s, t0)
+
+	outside := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(outside, "var"), 0o700))
+	require.NoError(t, os.RemoveAll(filepath.Join(base, fixedfilestore.DirName)))
+	require.NoError(t, os.Rename(parent, filepath.Join(root, "app.moved")))
+	require.NoError(t, os.Symlink(outside, parent))
+
+	d := hit(t, s, t0)
+	assert.Error(t, d.NotCounted, "a hit counted through a symlinked parent")
+	entries, err := os.ReadDir(filepath.Join(outside, "var"))
+	require.NoError(t, err)
+	assert.Empty(t, entries, "the state directory was recreated through the symlinked parent")
+}
+
 // inspect and sweep never block on a FIFO planted under a state file's
 // name (inspect used to open it for reading and hang forever).
 func TestFIFOInTheStateDirectoryNeverBlocks(t *testing.T) {

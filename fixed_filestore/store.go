@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -73,8 +72,10 @@ type Store struct {
 
 // New returns a Store keeping state under base/rate-limits. The base
 // directory must exist; rate-limits is created 0700 if absent. New refuses a
-// base or state directory that is a symlink or not a directory, and, outside
-// Linux, macOS and the BSDs, any base at all.
+// base or state directory that is not a directory, a path with a symlink at
+// any of its names (the base's parents included: the store opens each name
+// without following a link), and, outside Linux, macOS and the BSDs, any
+// base at all.
 func New(base string, opts Options) (*Store, error) {
 	if err := supported(); err != nil {
 		return nil, err
@@ -85,14 +86,8 @@ func New(base string, opts Options) (*Store, error) {
 	if base == "" {
 		return nil, errors.New("fixedfilestore: base directory is empty: name the directory that holds rate-limits/")
 	}
-	// Cleaned, so that a trailing "/" or "/." cannot make the lstat below
-	// follow a symlink at the base's last name.
-	base = filepath.Clean(base)
-	if err := checkDir(base); err != nil {
-		return nil, err
-	}
 	s := &Store{
-		dir:      filepath.Join(base, DirName),
+		dir:      filepath.Join(filepath.Clean(base), DirName),
 		lockWait: cmp.Or(opts.LockWait, DefaultLockWait),
 		log:      opts.Logger,
 		now:      opts.Clock,
@@ -114,46 +109,26 @@ func New(base string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// openStateDir creates the state directory 0700 if it does not exist,
-// opens it, refusing a symlink or another account's directory (owned),
+// openStateDir opens the state directory (openStateDir), refusing a
+// symlink anywhere on its path or another account's directory (owned),
 // and makes it 0700 if it is looser.
 func (s *Store) openStateDir() error {
-	if err := os.Mkdir(s.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("fixedfilestore: create state directory: %w", err)
+	fd, err := openStateDir(filepath.Dir(s.dir))
+	if err == nil {
+		if err = s.judgeDir(fd); err != nil {
+			closeFD(fd)
+		}
 	}
-	if err := checkDir(s.dir); err != nil {
-		return err
-	}
-	var err error
-	if s.dirfd, err = openDirectory(s.dir); err != nil {
+	if err != nil {
 		return fmt.Errorf("fixedfilestore: %w", err)
 	}
-	if err := s.judgeDir(s.dirfd); err != nil {
-		closeFD(s.dirfd)
-		return fmt.Errorf("fixedfilestore: %w", err)
-	}
+	s.dirfd = fd
 	return nil
 }
 
 // Close releases the store's descriptor of its state directory. Hits after
 // Close fail by the fail policy.
 func (s *Store) Close() error { return s.closeDir() }
-
-// checkDir reports an error unless path is a real directory.
-func checkDir(path string) error {
-	fi, err := os.Lstat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("fixedfilestore: directory %s does not exist: create it, or point the store at one that does", path)
-	case err != nil:
-		return fmt.Errorf("fixedfilestore: %w", err)
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return fmt.Errorf("fixedfilestore: %s is a symlink: refusing to follow it; use the real directory", path)
-	case !fi.IsDir():
-		return fmt.Errorf("fixedfilestore: %s is not a directory", path)
-	}
-	return nil
-}
 
 // Dir returns the directory holding the state files.
 func (s *Store) Dir() string { return s.dir }

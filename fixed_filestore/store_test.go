@@ -223,7 +223,7 @@ func TestDirectoryAtStatePath(t *testing.T) {
 func TestBaseDirectoryVanishes(t *testing.T) {
 	checkPolicies(t, func(t *testing.T, s *fixedfilestore.Store) {
 		require.NoError(t, os.RemoveAll(filepath.Dir(s.Dir())))
-	}, "no such file or directory")
+	}, "does not exist: create it")
 }
 
 func TestStateDirectoryReplacedByAFile(t *testing.T) {
@@ -313,6 +313,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 	require.NoError(t, os.Symlink(dir, link))
 	linkedState := t.TempDir()
 	require.NoError(t, os.Symlink(t.TempDir(), filepath.Join(linkedState, "rate-limits")))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub"), 0o700))
 
 	tests := []struct {
 		name string
@@ -327,6 +328,10 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{"base is a symlink, named with a trailing slash", link + "/", fixedfilestore.Options{}, "is a symlink"},
 		{"base is a symlink, named with a trailing /.", link + "/.", fixedfilestore.Options{}, "is a symlink"},
 		{"state directory is a symlink", linkedState, fixedfilestore.Options{}, "is a symlink"},
+		{"a directory on the way is a symlink", filepath.Join(link, "sub"), fixedfilestore.Options{}, link + " is a symlink"},
+		{"a missing base under a symlink", filepath.Join(link, "nope"), fixedfilestore.Options{}, link + " is a symlink"},
+		{"a missing directory on the way", filepath.Join(dir, "nope", "sub"), fixedfilestore.Options{}, filepath.Join(dir, "nope") + " does not exist: create it"},
+		{"a file on the way", filepath.Join(file, "sub"), fixedfilestore.Options{}, file + " is not a directory"},
 		{"negative lock wait", dir, fixedfilestore.Options{LockWait: -time.Second}, "must not be negative (or WaitForever)"},
 		{"unknown policy", dir, fixedfilestore.Options{FailPolicy: 7}, "unknown fail policy"},
 	}
