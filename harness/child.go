@@ -152,16 +152,16 @@ func (a App) checkStore() error {
 		}
 	case "redis":
 		if a.RedisURL == "" {
-			return errors.New("harness: the redis store needs a server (-redis redis://127.0.0.1:6379/0)")
+			return errors.New("harness: the redis store needs a server (-redis redis://127.0.0.1:6379/0, or RATELAB_REDIS)")
 		}
 		return redisstore.Options{WaitReplicas: a.RedisWait, WaitTimeout: a.RedisWaitTimeout}.Check()
 	case "mysql":
 		if a.DSN == "" {
-			return errors.New("harness: the mysql store needs a database (-mysql 'user:password@tcp(127.0.0.1:3306)/ratelab')")
+			return errors.New("harness: the mysql store needs a database (-mysql 'user:password@tcp(127.0.0.1:3306)/ratelab', or RATELAB_DSN)")
 		}
 	case "postgres":
 		if a.DSN == "" {
-			return errors.New("harness: the postgres store needs a database (-postgres postgres://user:password@127.0.0.1:5432/ratelab)")
+			return errors.New("harness: the postgres store needs a database (-postgres postgres://user:password@127.0.0.1:5432/ratelab, or RATELAB_DSN)")
 		}
 	default:
 		return fmt.Errorf("harness: unknown store %q: use memory, file, redis, mysql or postgres", a.Store)

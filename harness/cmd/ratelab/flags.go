@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -207,7 +208,9 @@ func (f *flags) atOrZero() (time.Time, error) {
 
 // appFlags declares the flags of the endpoint's store, rule and clients —
 // -store, -algorithm, -burst, -fail, the servers' -redis (and
-// -redis-wait, -redis-wait-timeout), -mysql and -postgres, -limit, -window, -dir, -trusted-proxies, -forwarded-header —
+// -redis-wait, -redis-wait-timeout), -mysql and -postgres (those three
+// from $RATELAB_REDIS and $RATELAB_DSN when unset), -limit, -window,
+// -dir, -trusted-proxies, -forwarded-header —
 // and returns what makes the App of them once
 // the flags are parsed, a bad algorithm or policy being bad usage.
 func (f *flags) appFlags() func() (harness.App, error) {
@@ -215,12 +218,13 @@ func (f *flags) appFlags() func() (harness.App, error) {
 	algo := f.String("algorithm", "fixed", "fixed, sliding, log or gcra")
 	burst := f.Int("burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)")
 	fail := f.String("fail", "open", "file, redis and database stores: what to do when the state cannot be reached: open, closed or local (decide in this process alone)")
-	redisURL := f.String("redis", "", "redis store: the server, e.g. redis://127.0.0.1:6379/0 (a cluster: ?addr=host:port…; Sentinel: ?master_name=name)")
+	redisURL := f.String("redis", "", "redis store: the server, e.g. redis://127.0.0.1:6379/0 (a cluster: ?addr=host:port…; Sentinel: ?master_name=name); "+
+		"unset, $RATELAB_REDIS, which keeps a password out of ps")
 	redisWait := f.Int("redis-wait", 0, "redis store: replicas that must confirm each hit (WAIT); a hit they do not confirm was counted on the primary, and -fail closed refuses it (503)")
 	redisWaitTimeout := f.Duration("redis-wait-timeout", 100*time.Millisecond, "redis store: with -redis-wait, how long to wait for the replicas")
 	dsns := map[string]*string{
-		"mysql":    f.String("mysql", "", "mysql store: the database, e.g. 'user:password@tcp(127.0.0.1:3306)/ratelab'"),
-		"postgres": f.String("postgres", "", "postgres store: the database, e.g. postgres://user:password@127.0.0.1:5432/ratelab"),
+		"mysql":    f.String("mysql", "", "mysql store: the database, e.g. 'user:password@tcp(127.0.0.1:3306)/ratelab'; unset, $RATELAB_DSN"),
+		"postgres": f.String("postgres", "", "postgres store: the database, e.g. postgres://user:password@127.0.0.1:5432/ratelab; unset, $RATELAB_DSN"),
 	}
 	proxies := f.String("trusted-proxies", "", "networks of the proxies in front, CIDR or addresses, comma-separated, e.g. 127.0.0.0/8 (default: none; key on the connection's address)")
 	header := f.String("forwarded-header", "", "with -trusted-proxies: the one header they append the client's address to, X-Forwarded-For or Forwarded")
@@ -234,14 +238,16 @@ func (f *flags) appFlags() func() (harness.App, error) {
 		if err != nil {
 			return harness.App{}, usagef("-fail %q: use open, closed or local", *fail)
 		}
-		a := harness.App{Store: *store, Dir: f.dir, RedisURL: *redisURL, RedisWait: *redisWait, RedisWaitTimeout: *redisWaitTimeout,
+		// A password on the command line shows in ps; in the environment,
+		// only to its own account (/proc/PID/environ is the owner's).
+		a := harness.App{Store: *store, Dir: f.dir, RedisURL: cmp.Or(*redisURL, os.Getenv("RATELAB_REDIS")), RedisWait: *redisWait, RedisWaitTimeout: *redisWaitTimeout,
 			Limit: f.limit, Window: f.window, Algorithm: alg, Burst: *burst, FailPolicy: policy, TrustedProxies: *proxies, ForwardedHeader: *header}
 		if _, err := a.Client(); err != nil {
 			return harness.App{}, usagef("-trusted-proxies %q -forwarded-header %q: %v", *proxies, *header,
 				strings.TrimPrefix(err.Error(), "httplimit: "))
 		}
 		if dsn, ok := dsns[*store]; ok {
-			a.DSN = *dsn
+			a.DSN = cmp.Or(*dsn, os.Getenv("RATELAB_DSN"))
 		}
 		return a, nil
 	}

@@ -182,6 +182,31 @@ func TestBadUsageIsOneLineAndExit2(t *testing.T) {
 	}
 }
 
+// The servers' addresses come from RATELAB_REDIS and RATELAB_DSN when
+// their flags are unset, so that a password stays out of ps; a flag wins,
+// and the password reaches no message either way.
+func TestServersFromTheEnvironment(t *testing.T) {
+	tests := []struct {
+		env, value string
+		args       []string
+		want       string
+	}{
+		{"RATELAB_REDIS", "redis://:hunter2@127.0.0.1:99999/0", []string{"-store", "redis"}, `port "99999" is not a number`},
+		{"RATELAB_REDIS", "redis://:hunter2@127.0.0.1:99999/0", []string{"-store", "redis", "-redis", "mysql://x"}, "-redis: redisstore:"},
+		{"RATELAB_DSN", "u:hunter2@tcp(127.0.0.1:99999)/db", []string{"-store", "mysql"}, `port "99999" is not a number`},
+		{"RATELAB_DSN", "postgres://u:hunter2@127.0.0.1:99999/db", []string{"-store", "postgres"}, "invalid port"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			t.Setenv(tt.env, tt.value)
+			code, out, errOut := cli(append([]string{"serve", "-model", "pool"}, tt.args...)...)
+			assert.Equal(t, 2, code, "stdout %q, stderr %q", out, errOut)
+			assert.Contains(t, errOut, tt.want)
+			assert.NotContains(t, errOut+out, "hunter2")
+		})
+	}
+}
+
 func TestHelpExitsZero(t *testing.T) {
 	code, out, _ := cli("hit", "-h")
 	assert.Equal(t, 0, code)
