@@ -107,7 +107,9 @@ func (f *Failer) Policy() FailPolicy { return f.policy }
 
 // Fail applies the policy to a hit of key under r at now that the store
 // could not record, for cause. It logs one line naming the store, the
-// place (where: a file path, a key) and the cause. Fail-open returns an
+// place (where: a file path, a key) and the cause — under fail-open as a
+// hit not counted, or as one counted or not if the cause has a method
+// MaybeCounted that reports true (a request sent whose answer was lost). Fail-open returns an
 // allowed decision with NotCounted set and no state (Decision.Uncounted);
 // fail-closed returns an error wrapping ErrUnavailable;
 // fail-local returns the in-process store's decision, with Local and
@@ -132,8 +134,20 @@ func (f *Failer) Fail(ctx context.Context, where slog.Attr, r Rule, key string, 
 		d.Local, d.NotCounted = true, cause
 		return d, nil
 	}
-	f.log.Warn(f.pkg+": hit not counted (fail-open): rate-limit state unavailable", where, "rule", r.Name, "err", cause)
+	msg := ": hit not counted (fail-open): rate-limit state unavailable"
+	if maybeCounted(cause) {
+		msg = ": hit let through, counted or not (fail-open): the store's answer was lost"
+	}
+	f.log.Warn(f.pkg+msg, where, "rule", r.Name, "err", cause)
 	return Decision{Rule: r, Allowed: true, NotCounted: cause}, nil // no state to report: see Decision.Uncounted
+}
+
+// maybeCounted reports whether cause says the hit may have been counted
+// all the same — the store's request went out and its answer was lost —
+// by a method MaybeCounted that reports true.
+func maybeCounted(cause error) bool {
+	var m interface{ MaybeCounted() bool }
+	return errors.As(cause, &m) && m.MaybeCounted()
 }
 
 // !-fail

@@ -1,6 +1,7 @@
 package ratelab_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -211,6 +212,33 @@ func TestFailPolicy(t *testing.T) {
 	for _, p := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed, ratelab.FailLocal} {
 		_, err := failer(p).Fail(ctx, stringAttr(), original, "k", now, gone)
 		assert.ErrorIs(t, err, context.Canceled, "policy %v: the caller gave up", p)
+	}
+}
+
+// maybeCountedError is a cause whose request went out and whose answer
+// was lost, as a store says it (a method MaybeCounted).
+type maybeCountedError struct{ error }
+
+func (maybeCountedError) MaybeCounted() bool { return true }
+
+// Fail-open logs a hit the store could not reach as not counted, and one
+// whose answer was lost — its cause says MaybeCounted — as counted or not.
+func TestFailOpenSaysWhetherTheHitMayHaveBeenCounted(t *testing.T) {
+	for _, tt := range []struct {
+		cause     error
+		want, not string
+	}{
+		{errors.New("connection refused"), "x: hit not counted (fail-open)", "counted or not"},
+		{fmt.Errorf("hit: %w", maybeCountedError{errors.New("EOF")}), "x: hit let through, counted or not (fail-open)", "not counted"},
+	} {
+		var logged bytes.Buffer
+		f, err := brokeninmemory.NewFailer(ratelab.FailOpen, "x", slog.New(slog.NewTextHandler(&logged, nil)))
+		require.NoError(t, err)
+		d, err := f.Fail(context.Background(), stringAttr(), original, "k", time.Unix(1_780_000_000, 0), tt.cause)
+		require.NoError(t, err)
+		assert.True(t, d.Uncounted())
+		assert.Contains(t, logged.String(), tt.want)
+		assert.NotContains(t, logged.String(), tt.not)
 	}
 }
 

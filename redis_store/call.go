@@ -3,6 +3,8 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -75,6 +77,27 @@ func (s *Store) send(ctx context.Context, argv []any) *redis.Cmd {
 	cmd := onceCmd{redis.NewCmd(ctx, argv...)}
 	_ = s.proc.Process(ctx, cmd) // the error is cmd's
 	return cmd.Cmd
+}
+
+// lostReply is the error of a hit whose script may have reached Redis and
+// run before its answer was lost: the hit was counted, or not. It says so
+// to ratelab.Failer (MaybeCounted), which logs a fail-open pass of it as
+// such, not as a hit not counted.
+type lostReply struct{ error }
+
+func (e lostReply) Unwrap() error    { return e.error }
+func (lostReply) MaybeCounted() bool { return true }
+
+// lost returns err as a lostReply if it may have come after the script
+// was sent: the connection closed or failed while the reply was awaited
+// (EOF, a read or write error, a read timeout). A failure to connect, or
+// to get a connection, came before anything was sent.
+func lost(err error) error {
+	var op *net.OpError
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &op) && op.Op != "dial" {
+		return lostReply{err}
+	}
+	return err
 }
 
 // reloadAfter makes a cluster client reload its map of the slots after a

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab"
@@ -106,6 +107,40 @@ func TestALostReplyCountsTheHitOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A fail-open hit whose reply was lost was let through, and may well have
+// been counted: the script reached Redis and ran. The log says so, not
+// "hit not counted" (the attacker's finding: 80 of 200 such lines were
+// counted once Redis resumed). A hit that never left — Redis refused
+// the connection — is logged as not counted.
+func TestFailOpenLogsALostReplyAsCountedOrNot(t *testing.T) {
+	failOpen := func(t *testing.T, url string) (*redisstore.Store, *syncbuf.Buffer) {
+		logged := new(syncbuf.Buffer)
+		c, err := redisstore.NewClient(url, time.Second)
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		s, err := redisstore.New(c, redisstore.Options{Timeout: time.Second, Logger: slog.New(slog.NewTextHandler(logged, nil))})
+		require.NoError(t, err)
+		return s, logged
+	}
+	proxy := startProxy(t, redisserver.ForTest(t).Addr)
+	s, logged := failOpen(t, "redis://"+proxy.Addr+"/0")
+	proxy.LoseReplyTo("evalsha")
+	d, err := s.TakeAt(context.Background(), faultRule, faultKey, time.Now())
+	require.NoError(t, err)
+	require.False(t, proxy.Armed(), "the script never reached the proxy")
+	assert.True(t, d.Uncounted(), "a fail-open hit whose reply was lost: %+v", d)
+	assert.Contains(t, logged.String(), "hit let through, counted or not (fail-open)")
+	assert.NotContains(t, logged.String(), "hit not counted")
+
+	port, err := freeport.Get()
+	require.NoError(t, err)
+	s, logged = failOpen(t, "redis://127.0.0.1:"+strconv.Itoa(port)+"/0")
+	d, err = s.TakeAt(context.Background(), faultRule, faultKey, time.Now())
+	require.NoError(t, err)
+	assert.True(t, d.Uncounted(), "a fail-open hit Redis never got: %+v", d)
+	assert.Contains(t, logged.String(), "hit not counted (fail-open)")
 }
 
 func startProxy(t *testing.T, target string) *redisserver.Proxy {

@@ -194,7 +194,7 @@ func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time
 	case isUnconfirmed(err):
 		return s.unconfirmedHit(ctx, rkey, d, err)
 	}
-	return s.fail.Fail(ctx, slog.String("key", rkey), r, key, now, err)
+	return s.fail.Fail(ctx, slog.String("key", rkey), r, key, now, lost(err))
 }
 
 // take runs the script of r's algorithm on the state named name (see
