@@ -140,13 +140,17 @@ func benchStore(b *testing.B) (*Store, redis.UniversalClient) {
 }
 
 // turns runs fns in turns, once each per iteration of b's loop, and
-// returns the time each spent.
+// returns the time each spent. The first of an iteration moves on by one
+// each time, so that each runs as often in each place: a fixed order
+// biased the ratios by up to 7 % (reversed, the same code measured
+// differently).
 func turns(b *testing.B, fns []func() error) []time.Duration {
 	spent := make([]time.Duration, len(fns))
-	for b.Loop() {
-		for i, f := range fns {
+	for n := 0; b.Loop(); n++ {
+		for j := range fns {
+			i := (n + j) % len(fns)
 			t := time.Now()
-			if err := f(); err != nil {
+			if err := fns[i](); err != nil {
 				b.Fatal(err)
 			}
 			spent[i] += time.Since(t)
