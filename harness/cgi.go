@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/cgi"
 	"os"
@@ -40,7 +39,7 @@ func ServeCGI(a CheckedApp, stderr io.Writer) error {
 		return ErrNotCGI
 	}
 	a.Conns = 1 // one hit, then the process ends
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	logger := workerLogger(stderr)
 	store, closeStore, err := a.newStore(logger)
 	if err != nil {
 		return CGIError(err, stderr)

@@ -269,7 +269,7 @@ func serveChild(stdin io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	logger := workerLogger(os.Stderr)
 	h, err := app.handler(logger)
 	if err != nil {
 		return err

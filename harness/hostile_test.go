@@ -15,6 +15,7 @@ import (
 
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/lab/redisserver"
+	"github.com/ratelab/ratelab/internal/syncbuf"
 )
 
 // clientFrom returns an HTTP client whose connections come from the
@@ -149,4 +150,31 @@ func TestCGIThrottlesOnARedisCluster(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 31, first429)
+}
+
+// A worker's log is one format: go-redis's own lines (a dial that failed)
+// are records of the worker's logger, as the store's are, not lines of
+// the log package's format in between (the newcomer's finding, under a
+// pool with Redis down).
+func TestWorkersLogGoRedisAsTheirOwnRecords(t *testing.T) {
+	for _, model := range []harness.Model{harness.Pool, harness.CGI} {
+		t.Run(string(model), func(t *testing.T) {
+			a := app(t, "redis")
+			a.RedisURL = harness.Unreachable
+			var logged syncbuf.Buffer
+			h, err := harness.Start(harness.Config{Model: model, App: a, Workers: 1, Stderr: &logged})
+			require.NoError(t, err)
+			assert.Equal(t, http.StatusOK, post(t, clientFrom("127.0.0.2"), h.URL), "fail-open lets the hit through")
+			require.NoError(t, h.Close())
+			lines := strings.Split(strings.TrimSpace(logged.String()), "\n")
+			var goRedis int
+			for _, l := range lines {
+				if strings.Contains(l, "failed to dial") { // go-redis's line
+					goRedis++
+					assert.True(t, strings.HasPrefix(l, "time="), "a go-redis line in another format: %q", l)
+				}
+			}
+			assert.Positive(t, goRedis, "no go-redis line among %q", lines)
+		})
+	}
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab"
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
@@ -13,6 +16,15 @@ import (
 	postgresstore "github.com/ratelab/ratelab/postgres_store"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
+
+// workerLogger is the log of a process that serves requests, to w; it is
+// go-redis's too (its logger is one per process), so that a dial that
+// failed is a record like the store's, not a line of another format.
+func workerLogger(w io.Writer) *slog.Logger {
+	logger := slog.New(slog.NewTextHandler(w, nil))
+	redis.SetLogger(redisstore.GoRedisLog{Logger: logger})
+	return logger
+}
 
 // newStore makes the process's store, and returns it with what closes
 // its connections. Called once per process, it is exactly what the lesson

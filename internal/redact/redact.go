@@ -18,7 +18,10 @@ const Mask = "xxxxx"
 
 // String returns conn with its password, if any, replaced by Mask.
 func String(conn string) string {
-	return replace(conn, Password(conn))
+	for _, pw := range passwords(conn) {
+		conn = replace(conn, pw)
+	}
+	return conn
 }
 
 // Err returns err with every form of conn's password in its message
@@ -30,10 +33,32 @@ func Err(err error, conn string) error {
 		return nil
 	}
 	msg := err.Error()
-	if out := replace(msg, Password(conn)); out != msg {
+	out := msg
+	for _, pw := range passwords(conn) {
+		out = replace(out, pw)
+	}
+	if out != msg {
 		return errors.New(out)
 	}
 	return err
+}
+
+// passwords returns every password conn may carry: Password's and, for a
+// URL with a query, that of the URL without it and those of its
+// parameters — an addr= node's user:password@ (a cluster's other nodes),
+// a password= or sentinel_password= value.
+func passwords(conn string) []string {
+	pws := []string{Password(conn)}
+	base, query, ok := strings.Cut(conn, "?")
+	if !ok || !strings.Contains(base, "://") {
+		return pws
+	}
+	pws = append(pws, Password(base))
+	q, _ := url.ParseQuery(query) // what parses, leniently
+	for _, addr := range q["addr"] {
+		pws = append(pws, Password("redis://"+addr))
+	}
+	return append(append(pws, q["password"]...), q["sentinel_password"]...)
 }
 
 var keyValue = regexp.MustCompile(`(?:^|\s)password\s*=\s*('(?:[^'\\]|\\.)*'|\S*)`)

@@ -60,6 +60,20 @@ func TestErrAndString(t *testing.T) {
 	if got := Err(kv, "host=h password='a b'").Error(); strings.Contains(got, "a b") {
 		t.Errorf("key=value password left in %q", got)
 	}
+	// A cluster URL's other nodes, and a failover URL's parameters, can
+	// carry passwords too (the attacker's finding: go-redis quoted an addr
+	// parameter's back whole).
+	for _, tt := range []struct{ conn, msg string }{
+		{"redis://127.0.0.1:26411/0?addr=u:s3cret@127.0.0.1:1", "redis: unable to parse addr param: u:s3cret@127.0.0.1:1"},
+		{"redis://:m41n@127.0.0.1:1/0?addr=u:s3cret@127.0.0.1:2&addr=127.0.0.1:3", "bad redis://:m41n@127.0.0.1:1 and u:s3cret@127.0.0.1:2"},
+		{"redis://127.0.0.1:26379/0?master_name=m&sentinel_password=s3cret", "bad ?master_name=m&sentinel_password=s3cret"},
+	} {
+		for _, got := range []string{Err(errors.New(tt.msg), tt.conn).Error(), String(tt.conn)} {
+			if strings.Contains(got, "s3cret") || strings.Contains(got, "m41n") || !strings.Contains(got, Mask) {
+				t.Errorf("%q: got %q, want every password masked", tt.conn, got)
+			}
+		}
+	}
 	if Err(nil, conn) != nil {
 		t.Error("Err(nil) is not nil")
 	}

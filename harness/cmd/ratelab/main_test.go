@@ -193,6 +193,7 @@ func TestServersFromTheEnvironment(t *testing.T) {
 	}{
 		{"RATELAB_REDIS", "redis://:hunter2@127.0.0.1:99999/0", []string{"-store", "redis"}, `port "99999" is not a number`},
 		{"RATELAB_REDIS", "redis://:hunter2@127.0.0.1:99999/0", []string{"-store", "redis", "-redis", "mysql://x"}, "-redis: redisstore:"},
+		{"RATELAB_REDIS", "redis://127.0.0.1:1/0?addr=u:hunter2@127.0.0.1:1", []string{"-store", "redis"}, "unable to parse addr param: u:xxxxx@"},
 		{"RATELAB_DSN", "u:hunter2@tcp(127.0.0.1:99999)/db", []string{"-store", "mysql"}, `port "99999" is not a number`},
 		{"RATELAB_DSN", "postgres://u:hunter2@127.0.0.1:99999/db", []string{"-store", "postgres"}, "invalid port"},
 	}
