@@ -109,9 +109,10 @@ func (f *Failer) Policy() FailPolicy { return f.policy }
 // could not record, for cause. It logs one line naming the store, the
 // place (where: a file path, a key) and the cause — under fail-open as a
 // hit not counted, or as one counted or not if the cause has a method
-// MaybeCounted that reports true (a request sent whose answer was lost). Fail-open returns an
-// allowed decision with NotCounted set and no state (Decision.Uncounted);
-// fail-closed returns an error wrapping ErrUnavailable;
+// MaybeCounted that reports true (a request sent whose answer was lost).
+// Fail-open returns an allowed decision with NotCounted set and no state
+// (Decision.Uncounted); fail-closed returns an error wrapping
+// ErrUnavailable;
 // fail-local returns the in-process store's decision, with Local and
 // NotCounted set. If ctx has ended, the caller gave up: Fail returns ctx's
 // error under every policy, since nobody waits for the answer. r is the

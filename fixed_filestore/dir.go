@@ -24,11 +24,11 @@ import (
 // needs the whole path to reach its file.
 func (s *Store) pathOf(name string) string { return s.dir + string(os.PathSeparator) + name }
 
-// openStateDir opens the state directory under base — base reached
+// openStateDirIn opens the state directory under base — base reached
 // without following a link at any of its names, then rate-limits in it,
 // created 0700 if absent — through descriptors only, so that no name on
 // the way can send the store elsewhere.
-func openStateDir(base string) (int, error) {
+func openStateDirIn(base string) (int, error) {
 	basefd, err := openDirectory(base)
 	if err != nil {
 		return -1, err
@@ -133,7 +133,7 @@ func (s *Store) reopenDir(old int) error {
 	if s.dirfd != old { // another hit did it first
 		return nil
 	}
-	fd, err := openStateDir(filepath.Dir(s.dir))
+	fd, err := openStateDirIn(filepath.Dir(s.dir))
 	if err != nil {
 		return err
 	}

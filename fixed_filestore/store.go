@@ -109,11 +109,11 @@ func New(base string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// openStateDir opens the state directory (openStateDir), refusing a
+// openStateDir opens the state directory (openStateDirIn), refusing a
 // symlink anywhere on its path or another account's directory (owned),
 // and makes it 0700 if it is looser.
 func (s *Store) openStateDir() error {
-	fd, err := openStateDir(filepath.Dir(s.dir))
+	fd, err := openStateDirIn(filepath.Dir(s.dir))
 	if err == nil {
 		if err = s.judgeDir(fd); err != nil {
 			closeFD(fd)
