@@ -35,3 +35,7 @@ const (
 	HeaderClient     = headerClient
 	HeaderFrontToken = headerFrontToken
 )
+
+// CGIWaiting returns how many requests wait for one of the CGI front's
+// programs.
+func (h *Host) CGIWaiting() int64 { return h.cgiCap.waiting.Load() }

@@ -62,7 +62,8 @@ func frontKey(token string, client httplimit.Client) httplimit.KeyFunc {
 // the headers, the whole request, the whole answer, and an idle keep-alive
 // connection; MaxHeaderBytes bounds the headers' size. Worker bounds what
 // a hung worker can hold: the pool's front waits that long for a worker's
-// answer, then answers 502 itself.
+// answer, then answers 502 itself; and how long a request waits its turn
+// for one of the CGI front's programs, then is answered 503.
 type Timeouts struct {
 	ReadHeader, Read, Write, Idle, Worker time.Duration
 	MaxHeaderBytes                        int

@@ -76,6 +76,10 @@ type Config struct {
 	// Timeouts bound the front's clients; the zero value means
 	// DefaultTimeouts.
 	Timeouts Timeouts
+	// CGIProcs is how many CGI programs cgi runs at once (0 means
+	// DefaultCGIProcs); a request over it waits its turn for at most
+	// Timeouts.Worker, then is answered 503.
+	CGIProcs int
 }
 
 // Host is a running execution model: a front on a loopback address and
@@ -91,6 +95,7 @@ type Host struct {
 	proxyTr *http.Transport
 	client  httplimit.Client // tells the front who a request's client is
 	cgiErrs *syncbuf.Buffer
+	cgiCap  *procCap // cgi's front, nil for the others
 }
 
 // Start starts the model's processes and its front. Close stops them.
@@ -131,6 +136,10 @@ func (cfg *Config) check() error {
 	if (cfg.Model == Pool || cfg.Model == TwoHosts) && (cfg.Workers <= 0 || cfg.Workers > MaxWorkers) {
 		return fmt.Errorf("harness: workers %d must be from 1 to %d", cfg.Workers, MaxWorkers)
 	}
+	if cfg.CGIProcs < 0 || cfg.CGIProcs > MaxCGIProcs {
+		return fmt.Errorf("harness: CGI programs at once %d must be from 1 to %d (0: %d)", cfg.CGIProcs, MaxCGIProcs, DefaultCGIProcs)
+	}
+	cfg.CGIProcs = cmp.Or(cfg.CGIProcs, DefaultCGIProcs)
 	if cfg.App.Dir != "" {
 		// CGI children run in the temporary directory: a relative
 		// directory would name another one there.
@@ -182,13 +191,14 @@ func (h *Host) start() (http.Handler, error) {
 		front = h.roundRobin()
 	case CGI:
 		h.cgiErrs = &syncbuf.Buffer{Tee: cfg.Stderr, Limit: 64 << 10}
-		front = dropUnderscored(&cgi.Handler{
+		h.cgiCap = newProcCap(cfg.CGIProcs, cfg.Timeouts.Worker, dropUnderscored(&cgi.Handler{
 			Path:   cfg.Exe,
 			Dir:    os.TempDir(),
 			Env:    append(childproc.Env(roleCGI), cfg.App.env()...),
 			Stderr: h.cgiErrs,
 			Logger: log.New(h.cgiErrs, "cgi host: ", 0),
-		})
+		}))
+		front = h.cgiCap
 	}
 	return front, nil
 }

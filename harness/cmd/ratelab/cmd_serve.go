@@ -93,6 +93,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	addr := f.String("addr", "127.0.0.1:8080", "address to listen on")
 	appOf := f.appFlags()
 	allowEviction := f.Bool("redis-allow-eviction", false, "redis store: serve even if redis may evict keys (a maxmemory-policy other than noeviction), each eviction resetting a count")
+	cgiProcs := f.Int("cgi-procs", harness.DefaultCGIProcs, fmt.Sprintf("cgi model: programs run at once, as a shared host's entry-process limit; the rest wait their turn (1 to %d)", harness.MaxCGIProcs))
 	f.workersFlag().atFlag()
 	if err := f.parse(args); err != nil {
 		return 0, err
@@ -106,15 +107,15 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	defer cleanup()
-	if app.Conns, err = checkServe(app, m, f.workers, *allowEviction, stderr); err != nil {
+	cfg := harness.Config{Model: m, App: app, Workers: f.workers, CGIProcs: *cgiProcs}
+	if cfg.App.Conns, err = checkServe(cfg, *allowEviction, stderr); err != nil {
 		return 0, err
 	}
-	ln, err := net.Listen("tcp", *addr) // before any process starts
-	if err != nil {
+	if cfg.Listener, err = net.Listen("tcp", *addr); err != nil { // before any process starts
 		return 0, usagef("-addr %s: %v", *addr, err)
 	}
-	defer ln.Close()
-	return serve(harness.Config{Model: m, App: app, Workers: f.workers, Listener: ln}, stdout, stderr)
+	defer cfg.Listener.Close()
+	return serve(cfg, stdout, stderr)
 }
 
 // serveApp makes the App of serve's flags, its state in a fresh directory
@@ -204,17 +205,21 @@ func cmdCGI(args []string, stdout, stderr io.Writer) (int, error) {
 // checkServe finds configuration errors before serve prints its URL: a
 // state directory that cannot be written, a Redis or a database that
 // refuses the password or database named, an address that cannot be, more
-// workers than harness.MaxWorkers or than the database has connections
-// for. A server that cannot be reached is an outage, not a configuration
+// workers or CGI programs than the harness runs or than the database has
+// connections for. A server that cannot be reached is an outage, not a configuration
 // error: it is reported, and the hits follow the fail policy until it is
 // back. A Redis that refuses writes or may evict keys is refused too, the
 // latter unless allowEviction. A database's tables are created here, and
 // its connections shared out: checkServe returns how many each worker may
 // open.
-func checkServe(app harness.App, m harness.Model, workers int, allowEviction bool, stderr io.Writer) (conns int, err error) {
-	if workers > harness.MaxWorkers {
-		return 0, usagef("-workers %d: at most %d", workers, harness.MaxWorkers)
+func checkServe(cfg harness.Config, allowEviction bool, stderr io.Writer) (conns int, err error) {
+	if cfg.Workers > harness.MaxWorkers {
+		return 0, usagef("-workers %d: at most %d", cfg.Workers, harness.MaxWorkers)
 	}
+	if cfg.CGIProcs < 1 || cfg.CGIProcs > harness.MaxCGIProcs {
+		return 0, usagef("-cgi-procs %d: from 1 to %d", cfg.CGIProcs, harness.MaxCGIProcs)
+	}
+	app := cfg.App
 	switch app.Store {
 	case "file":
 		s, err := fixedfilestore.New(app.Dir, fixedfilestore.Options{})
@@ -227,7 +232,7 @@ func checkServe(app harness.App, m harness.Model, workers int, allowEviction boo
 	case "redis":
 		return 0, checkRedis(app, allowEviction, stderr)
 	case "mysql", "postgres":
-		return checkDatabase(app, m, workers, stderr)
+		return checkDatabase(cfg, stderr)
 	}
 	return 0, nil
 }
@@ -272,12 +277,12 @@ func checkEviction(ctx context.Context, c redis.Cmdable, shown string, allowEvic
 	return nil
 }
 
-// checkDatabase creates the tables of app's database store and shares its
-// connections out among the processes of model m: a pool's workers (twice
-// as many for two hosts), or one process for single. Under cgi the web
-// server decides how many processes run at once; each opens one
-// connection, and one turned away for want of a free one waits its turn.
-func checkDatabase(app harness.App, m harness.Model, workers int, stderr io.Writer) (int, error) {
+// checkDatabase creates the tables of the database store of cfg and
+// shares its connections out among the processes of its model: a pool's
+// workers (twice as many for two hosts), one process for single, and for
+// cgi the programs the front runs at once, each of which opens one.
+func checkDatabase(cfg harness.Config, stderr io.Writer) (int, error) {
+	app := cfg.App
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	usable, err := app.CheckDatabase(ctx)
@@ -291,14 +296,16 @@ func checkDatabase(app harness.App, m harness.Model, workers int, stderr io.Writ
 		fmt.Fprintf(stderr, "ratelab serve: warning: the %s database is unreachable (%v); until it is back every hit fails %s\n", app.Store, err, app.FailPolicy)
 		return 0, nil
 	}
-	procs := map[harness.Model]int{harness.Single: 1, harness.Pool: workers, harness.TwoHosts: 2 * workers}[m]
-	if procs == 0 {
-		fmt.Fprintf(stderr, "%s accepts %d connections; under cgi each process opens one\n", app.Store, usable)
-		return 1, nil
-	}
+	procs := map[harness.Model]int{harness.Single: 1, harness.Pool: cfg.Workers, harness.TwoHosts: 2 * cfg.Workers, harness.CGI: cfg.CGIProcs}[cfg.Model]
 	conns, err := sqlstore.ConnBudget(usable, procs)
-	if err != nil {
-		return 0, usagef("-workers %d: %v", workers, err)
+	switch {
+	case err != nil && cfg.Model == harness.CGI:
+		return 0, usagef("-cgi-procs %d: %v", cfg.CGIProcs, err)
+	case err != nil:
+		return 0, usagef("-workers %d: %v", cfg.Workers, err)
+	case cfg.Model == harness.CGI:
+		fmt.Fprintf(stderr, "%s accepts %d connections; under cgi at most %d programs at once, one each\n", app.Store, usable, procs)
+		return 1, nil
 	}
 	fmt.Fprintf(stderr, "%s accepts %d connections; %d processes × %d each, a quarter kept for other clients\n", app.Store, usable, procs, conns)
 	return conns, nil

@@ -160,6 +160,17 @@ func TestServeSharesTheDatabasesConnections(t *testing.T) {
 	assert.Empty(t, url)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr.String(), "80 processes need a connection each, and the server accepts 97")
+
+	// Under cgi, the programs the front runs at once open one each.
+	url, code, stderr = startServe(t, "", "-model", "cgi", "-cgi-procs", "8", "-store", "postgres", "-postgres", dsn, "-addr", "127.0.0.1:0")
+	require.NotEmpty(t, url, "serve exited %d: %s", code, stderr.String())
+	assert.Eventually(t, func() bool {
+		return strings.Contains(stderr.String(), "postgres accepts 97 connections; under cgi at most 8 programs at once, one each")
+	}, 5*time.Second, time.Millisecond, "stderr: %s", stderr)
+	url, code, stderr = startServe(t, "", "-model", "cgi", "-cgi-procs", "80", "-store", "postgres", "-postgres", dsn, "-addr", "127.0.0.1:0")
+	assert.Empty(t, url)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr.String(), "-cgi-procs 80: 80 processes need a connection each, and the server accepts 97")
 }
 
 // A database that takes connections and never answers is load, not an

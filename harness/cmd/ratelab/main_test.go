@@ -155,6 +155,8 @@ func TestBadUsageIsOneLineAndExit2(t *testing.T) {
 		{[]string{"serve", "-model", "cgi", "-store", "redis"}, "the redis store needs a server"},
 		{[]string{"serve", "-model", "pool", "-store", "memory", "-workers", "0"}, "-workers 0 must be positive"},
 		{[]string{"serve", "-model", "pool", "-store", "memory", "-workers", "100000000"}, "-workers 100000000: at most 64"},
+		{[]string{"serve", "-model", "cgi", "-store", "memory", "-cgi-procs", "0"}, "-cgi-procs 0: from 1 to 256"},
+		{[]string{"serve", "-model", "cgi", "-store", "memory", "-cgi-procs", "257"}, "-cgi-procs 257: from 1 to 256"},
 		{[]string{"serve", "-model", "cgi", "-store", "file", "-dir", filepath.Join(dir, "missing")}, "does not exist"},
 		{[]string{"serve", "-model", "cgi", "-store", "redis", "-redis", "mysql://x"}, "-redis: redisstore:"},
 		// A port that cannot exist is bad input, not an outage to wait out.

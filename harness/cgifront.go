@@ -1,0 +1,68 @@
+package harness
+
+import (
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultCGIProcs is how many CGI programs the front runs at once unless
+// Config.CGIProcs says otherwise: the "entry processes" a shared host
+// allows one account by default on CloudLinux
+// (https://docs.cloudlinux.com/shared/limits/).
+const DefaultCGIProcs = 20
+
+// MaxCGIProcs bounds Config.CGIProcs: Apache httpd's prefork module runs
+// at most 256 processes unless ServerLimit is raised.
+const MaxCGIProcs = 256
+
+// procCap runs next for at most cap(slots) requests at once, as a web
+// server runs at most so many CGI programs: the others wait their turn in
+// the front, each for at most wait, and are then answered 503 with a
+// Retry-After. Without it, 200 requests at once start 200 programs that
+// share two cores so thinly that few meet their store's timeout: in CI
+// 1992 of 2000 PostgreSQL hits were refused as busy, 8 allowed of 30.
+type procCap struct {
+	slots   chan struct{}
+	wait    time.Duration
+	waiting atomic.Int64 // requests waiting for a slot, for tests
+	next    http.Handler
+}
+
+func newProcCap(n int, wait time.Duration, next http.Handler) *procCap {
+	return &procCap{slots: make(chan struct{}, n), wait: wait, next: next}
+}
+
+func (c *procCap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !c.acquire(r) {
+		if r.Context().Err() == nil {
+			w.Header().Set("Retry-After", strconv.Itoa(int(max(c.wait/time.Second, 1))))
+			http.Error(w, "the server runs as many CGI programs as it may; try again later", http.StatusServiceUnavailable)
+		}
+		return
+	}
+	defer func() { <-c.slots }()
+	c.next.ServeHTTP(w, r)
+}
+
+// acquire waits for a slot for r, at most c.wait and no longer than r's
+// client, and reports whether it has one.
+func (c *procCap) acquire(r *http.Request) bool {
+	select {
+	case c.slots <- struct{}{}:
+		return true
+	default:
+	}
+	c.waiting.Add(1)
+	defer c.waiting.Add(-1)
+	t := time.NewTimer(c.wait)
+	defer t.Stop()
+	select {
+	case c.slots <- struct{}{}:
+		return true
+	case <-t.C:
+	case <-r.Context().Done():
+	}
+	return false
+}

@@ -1,0 +1,142 @@
+package harness_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/internal/poll"
+)
+
+// blockingCGI writes a CGI program that marks itself running in dir,
+// notes how many were running then, and answers only once dir/go exists.
+func blockingCGI(t *testing.T, dir string) string {
+	exe := filepath.Join(dir, "prog")
+	script := fmt.Sprintf(`#!/bin/sh
+d=%q
+mkdir "$d/run.$$"
+ls -d "$d"/run.* 2>/dev/null | wc -l >> "$d/seen"
+while [ ! -e "$d/go" ]; do sleep 0.01; done
+rmdir "$d/run.$$"
+printf 'Content-Type: text/plain\r\n\r\nok'
+`, dir)
+	require.NoError(t, os.WriteFile(exe, []byte(script), 0o700))
+	return exe
+}
+
+// release lets blockingCGI's programs in dir answer.
+func release(t *testing.T, dir string) {
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o600); err != nil {
+		t.Error(err)
+	}
+}
+
+// The CGI front runs at most Config.CGIProcs programs at once, as a shared
+// host caps an account's entry processes; the requests over it wait their
+// turn and are served when a program ends. Without the cap, 200 requests
+// at once ran 200 programs and on a busy two-core machine 1992 of 2000
+// PostgreSQL hits ran out of time (TestLoadIsNotAnOutage in CI).
+func TestCGIFrontRunsAtMostItsPrograms(t *testing.T) {
+	dir := t.TempDir()
+	h, err := harness.Start(harness.Config{Model: harness.CGI, CGIProcs: 3, Exe: blockingCGI(t, dir),
+		App: harness.App{Store: "file", Dir: t.TempDir(), Limit: 30, Window: time.Minute}})
+	require.NoError(t, err)
+	t.Cleanup(func() { h.Close() })
+	t.Cleanup(func() { release(t, dir) }) // first, should the test end early
+	var wg sync.WaitGroup
+	codes := make(chan int, 5)
+	for range 5 {
+		wg.Go(func() {
+			resp, err := http.Post(h.URL, "text/plain", nil)
+			if !assert.NoError(t, err) {
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		})
+	}
+	running := func() int { m, _ := filepath.Glob(filepath.Join(dir, "run.*")); return len(m) }
+	require.NoError(t, poll.Until(time.Minute, 5*time.Millisecond, func() error {
+		if n, w := running(), h.CGIWaiting(); n != 3 || w != 2 {
+			return fmt.Errorf("running %d, waiting %d; want 3 and 2", n, w)
+		}
+		return nil
+	}))
+	assert.Equal(t, 3, running(), "programs running with 2 requests waiting")
+	release(t, dir)
+	wg.Wait()
+	close(codes)
+	for c := range codes {
+		assert.Equal(t, http.StatusOK, c)
+	}
+	seen, err := os.ReadFile(filepath.Join(dir, "seen"))
+	require.NoError(t, err)
+	fields := strings.Fields(string(seen))
+	assert.Len(t, fields, 5, "programs run")
+	for _, f := range fields {
+		n, err := strconv.Atoi(f)
+		assert.NoError(t, err)
+		assert.LessOrEqual(t, n, 3, "programs running at once, as each saw: %s", seen)
+	}
+}
+
+// A request that waits longer than Timeouts.Worker for a program is
+// answered 503 with a Retry-After, and no program runs for it.
+func TestCGIFrontRefusesAfterItsWait(t *testing.T) {
+	dir := t.TempDir()
+	to := harness.DefaultTimeouts()
+	to.Worker = 100 * time.Millisecond
+	h, err := harness.Start(harness.Config{Model: harness.CGI, CGIProcs: 1, Timeouts: to, Exe: blockingCGI(t, dir),
+		App: harness.App{Store: "file", Dir: t.TempDir(), Limit: 30, Window: time.Minute}})
+	require.NoError(t, err)
+	t.Cleanup(func() { h.Close() })
+	t.Cleanup(func() { release(t, dir) })
+	first := make(chan int, 1)
+	go func() {
+		resp, err := http.Post(h.URL, "text/plain", nil)
+		if assert.NoError(t, err) {
+			resp.Body.Close()
+			first <- resp.StatusCode
+		}
+	}()
+	running := func() int { m, _ := filepath.Glob(filepath.Join(dir, "run.*")); return len(m) }
+	require.NoError(t, poll.Until(time.Minute, 5*time.Millisecond, func() error {
+		if n := running(); n != 1 {
+			return fmt.Errorf("running %d, want 1", n)
+		}
+		return nil
+	}))
+	client := &http.Client{Timeout: 30 * time.Second} // a program started for it would never end
+	resp, err := client.Post(h.URL, "text/plain", nil)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", body)
+	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+	release(t, dir)
+	assert.Equal(t, http.StatusOK, <-first)
+	seen, err := os.ReadFile(filepath.Join(dir, "seen"))
+	require.NoError(t, err)
+	assert.Equal(t, "1", strings.TrimSpace(string(seen)), "programs run: one, for the first request")
+}
+
+// Config.CGIProcs is checked before anything starts.
+func TestCGIProcsOutOfRange(t *testing.T) {
+	for _, n := range []int{-1, harness.MaxCGIProcs + 1} {
+		_, err := harness.Start(harness.Config{Model: harness.CGI, CGIProcs: n,
+			App: harness.App{Store: "file", Dir: t.TempDir(), Limit: 30, Window: time.Minute}})
+		assert.ErrorContains(t, err, "CGI programs at once", "CGIProcs %d", n)
+	}
+}
