@@ -1,6 +1,9 @@
 package harness
 
 import (
+	"bytes"
+	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -17,10 +20,18 @@ const DefaultCGIProcs = 20
 // at most 256 processes unless ServerLimit is raised.
 const MaxCGIProcs = 256
 
+// MaxCGIBody bounds a request body the CGI front passes on: nginx's
+// default client_max_body_size
+// (https://nginx.org/en/docs/http/ngx_http_core_module.html#client_max_body_size).
+const MaxCGIBody = 1 << 20
+
 // procCap runs next for at most cap(slots) requests at once, as a web
 // server runs at most so many CGI programs: the others wait their turn in
 // the front, each for at most wait, and are then answered 503 with a
-// Retry-After. Without it, 200 requests at once start 200 programs that
+// Retry-After. A request's body is read whole before it waits, as nginx
+// buffers one before it passes it on, so that a client that trickles its
+// body holds a connection, never a program; a body over MaxCGIBody is
+// answered 413. Without it, 200 requests at once start 200 programs that
 // share two cores so thinly that few meet their store's timeout: in CI
 // 1992 of 2000 PostgreSQL hits were refused as busy, 8 allowed of 30.
 type procCap struct {
@@ -35,6 +46,18 @@ func newProcCap(n int, wait time.Duration, next http.Handler) *procCap {
 }
 
 func (c *procCap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxCGIBody))
+		if err != nil {
+			code := http.StatusBadRequest // cut, or out of its read time
+			if errors.As(err, new(*http.MaxBytesError)) {
+				code = http.StatusRequestEntityTooLarge
+			}
+			http.Error(w, http.StatusText(code), code)
+			return
+		}
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	}
 	if !c.acquire(r) {
 		if r.Context().Err() == nil {
 			w.Header().Set("Retry-After", strconv.Itoa(int(max(c.wait/time.Second, 1))))

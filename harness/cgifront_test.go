@@ -1,9 +1,12 @@
 package harness_test
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -139,4 +142,38 @@ func TestCGIProcsOutOfRange(t *testing.T) {
 			App: harness.App{Store: "file", Dir: t.TempDir(), Limit: 30, Window: time.Minute}})
 		assert.ErrorContains(t, err, "CGI programs at once", "CGIProcs %d", n)
 	}
+}
+
+// A client that trickles its body holds a connection, not one of the CGI
+// front's programs: the front reads a body whole before the request waits
+// for a program, as nginx buffers one. A body over MaxCGIBody is answered
+// 413 and runs no program.
+func TestCGIFrontReadsTheBodyBeforeAProgram(t *testing.T) {
+	dir := t.TempDir()
+	h, err := harness.Start(harness.Config{Model: harness.CGI, CGIProcs: 1, Exe: blockingCGI(t, dir),
+		App: harness.App{Store: "file", Dir: t.TempDir(), Limit: 30, Window: time.Minute}})
+	require.NoError(t, err)
+	t.Cleanup(func() { h.Close() })
+	release(t, dir) // the programs answer at once
+	u, err := url.Parse(h.URL)
+	require.NoError(t, err)
+	slow, err := net.Dial("tcp", u.Host)
+	require.NoError(t, err)
+	defer slow.Close()
+	_, err = fmt.Fprintf(slow, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: 10\r\n\r\nx", u.Path, u.Host)
+	require.NoError(t, err)
+
+	client := &http.Client{Timeout: 20 * time.Second} // the slow body's read time is 30 s
+	resp, err := client.Post(h.URL, "text/plain", strings.NewReader("a body"))
+	require.NoError(t, err, "a request beside a trickled body")
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+
+	resp, err = client.Post(h.URL, "text/plain", bytes.NewReader(make([]byte, harness.MaxCGIBody+1)))
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+	seen, err := os.ReadFile(filepath.Join(dir, "seen"))
+	require.NoError(t, err)
+	assert.Equal(t, "1", strings.TrimSpace(string(seen)), "programs run: one, for the request with a whole body")
 }
