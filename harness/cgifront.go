@@ -3,6 +3,7 @@ package harness
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -17,7 +18,8 @@ import (
 const DefaultCGIProcs = 20
 
 // MaxCGIProcs bounds Config.CGIProcs: Apache httpd's prefork module runs
-// at most 256 processes unless ServerLimit is raised.
+// at most 256 processes unless ServerLimit is raised
+// (https://httpd.apache.org/docs/2.4/mod/mpm_common.html#maxrequestworkers).
 const MaxCGIProcs = 256
 
 // MaxCGIBody bounds a request body the CGI front passes on: nginx's
@@ -31,7 +33,8 @@ const MaxCGIBody = 1 << 20
 // Retry-After. A request's body is read whole before it waits, as nginx
 // buffers one before it passes it on, so that a client that trickles its
 // body holds a connection, never a program; a body over MaxCGIBody is
-// answered 413. Without it, 200 requests at once start 200 programs that
+// answered 413. Refusals are reported to log, at most one line a second.
+// Without it, 200 requests at once start 200 programs that
 // share two cores so thinly that few meet their store's timeout: in CI
 // 1992 of 2000 PostgreSQL hits were refused as busy, 8 allowed of 30.
 type procCap struct {
@@ -39,10 +42,13 @@ type procCap struct {
 	wait    time.Duration
 	waiting atomic.Int64 // requests waiting for a slot, for tests
 	next    http.Handler
+	log     io.Writer
+	refused atomic.Int64 // refusals not yet reported
+	lastLog atomic.Int64 // when refusals were last reported, in Unix ns
 }
 
-func newProcCap(n int, wait time.Duration, next http.Handler) *procCap {
-	return &procCap{slots: make(chan struct{}, n), wait: wait, next: next}
+func newProcCap(n int, wait time.Duration, log io.Writer, next http.Handler) *procCap {
+	return &procCap{slots: make(chan struct{}, n), wait: wait, log: log, next: next}
 }
 
 func (c *procCap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -62,11 +68,29 @@ func (c *procCap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if r.Context().Err() == nil {
 			w.Header().Set("Retry-After", strconv.Itoa(int(max(c.wait/time.Second, 1))))
 			http.Error(w, "the server runs as many CGI programs as it may; try again later", http.StatusServiceUnavailable)
+			c.refuse()
 		}
 		return
 	}
 	defer func() { <-c.slots }()
 	c.next.ServeHTTP(w, r)
+}
+
+// refuse counts a refusal, and reports the refusals so far unless a
+// report was made within the last second.
+func (c *procCap) refuse() {
+	c.refused.Add(1)
+	now, last := time.Now().UnixNano(), c.lastLog.Load()
+	if now-last >= int64(time.Second) && c.lastLog.CompareAndSwap(last, now) {
+		c.report()
+	}
+}
+
+// report writes how many requests were refused since the last report.
+func (c *procCap) report() {
+	if n := c.refused.Swap(0); n > 0 {
+		fmt.Fprintf(c.log, "front: %d request(s) waited %v for one of the %d CGI programs and were answered 503\n", n, c.wait, cap(c.slots))
+	}
 }
 
 // acquire waits for a slot for r, at most c.wait and no longer than r's

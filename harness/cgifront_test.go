@@ -20,6 +20,7 @@ import (
 
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/poll"
+	"github.com/ratelab/ratelab/internal/syncbuf"
 )
 
 // blockingCGI writes a CGI program that marks itself running in dir,
@@ -96,12 +97,14 @@ func TestCGIFrontRunsAtMostItsPrograms(t *testing.T) {
 }
 
 // A request that waits longer than Timeouts.Worker for a program is
-// answered 503 with a Retry-After, and no program runs for it.
+// answered 503 with a Retry-After, no program runs for it, and the
+// refusal is logged.
 func TestCGIFrontRefusesAfterItsWait(t *testing.T) {
 	dir := t.TempDir()
 	to := harness.DefaultTimeouts()
 	to.Worker = 100 * time.Millisecond
-	h, err := harness.Start(harness.Config{Model: harness.CGI, CGIProcs: 1, Timeouts: to, Exe: blockingCGI(t, dir),
+	logs := &syncbuf.Buffer{}
+	h, err := harness.Start(harness.Config{Model: harness.CGI, CGIProcs: 1, Timeouts: to, Exe: blockingCGI(t, dir), Stderr: logs,
 		App: harness.App{Store: "file", Dir: t.TempDir(), Limit: 30, Window: time.Minute}})
 	require.NoError(t, err)
 	t.Cleanup(func() { h.Close() })
@@ -128,6 +131,7 @@ func TestCGIFrontRefusesAfterItsWait(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", body)
 	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+	assert.Contains(t, logs.String(), "front: 1 request(s) waited 100ms for one of the 1 CGI programs and were answered 503")
 	release(t, dir)
 	assert.Equal(t, http.StatusOK, <-first)
 	seen, err := os.ReadFile(filepath.Join(dir, "seen"))

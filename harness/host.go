@@ -191,7 +191,7 @@ func (h *Host) start() (http.Handler, error) {
 		front = h.roundRobin()
 	case CGI:
 		h.cgiErrs = &syncbuf.Buffer{Tee: cfg.Stderr, Limit: 64 << 10}
-		h.cgiCap = newProcCap(cfg.CGIProcs, cfg.Timeouts.Worker, dropUnderscored(&cgi.Handler{
+		h.cgiCap = newProcCap(cfg.CGIProcs, cfg.Timeouts.Worker, cfg.Stderr, dropUnderscored(&cgi.Handler{
 			Path:   cfg.Exe,
 			Dir:    os.TempDir(),
 			Env:    append(childproc.Env(roleCGI), cfg.App.env()...),
@@ -231,6 +231,9 @@ func (h *Host) Close() error {
 		// Connections the front opened but never used would hold up the
 		// workers' graceful shutdown.
 		h.proxyTr.CloseIdleConnections()
+	}
+	if h.cgiCap != nil {
+		h.cgiCap.report() // the refusals of the last second
 	}
 	if h.pool == nil {
 		return err

@@ -93,7 +93,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	addr := f.String("addr", "127.0.0.1:8080", "address to listen on")
 	appOf := f.appFlags()
 	allowEviction := f.Bool("redis-allow-eviction", false, "redis store: serve even if redis may evict keys (a maxmemory-policy other than noeviction), each eviction resetting a count")
-	cgiProcs := f.Int("cgi-procs", harness.DefaultCGIProcs, fmt.Sprintf("cgi model: programs run at once, as a shared host's entry-process limit; the rest wait their turn (1 to %d)", harness.MaxCGIProcs))
+	cgiProcs := f.Int("cgi-procs", harness.DefaultCGIProcs, fmt.Sprintf("cgi model: programs run at once, as a shared host's entry-process limit; a request over it waits up to %v for its turn, then is answered 503 (1 to %d)", harness.DefaultTimeouts().Worker, harness.MaxCGIProcs))
 	f.workersFlag().atFlag()
 	if err := f.parse(args); err != nil {
 		return 0, err
@@ -101,6 +101,9 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	m, err := harness.ParseModel(*model)
 	if err != nil {
 		return 0, usagef("-model %q: use cgi, pool, single or two-hosts", *model)
+	}
+	if f.isSet("cgi-procs") && m != harness.CGI {
+		return 0, usagef("-cgi-procs applies to -model cgi only")
 	}
 	app, cleanup, err := serveApp(f, appOf)
 	if err != nil {
@@ -156,6 +159,9 @@ func serve(cfg harness.Config, stdout, stderr io.Writer) (int, error) {
 	fmt.Fprintf(stderr, "serving model=%s store=%s limit %d per %v fail %s", cfg.Model, app.Store, app.Limit, app.Window, app.FailPolicy)
 	if app.Store == "file" {
 		fmt.Fprintf(stderr, " state in %s", app.Dir)
+	}
+	if cfg.Model == harness.CGI {
+		fmt.Fprintf(stderr, "; at most %d programs at once (-cgi-procs)", cfg.CGIProcs)
 	}
 	fmt.Fprintf(stderr, "\ntry: for i in $(seq 35); do curl -s -o /dev/null -w '%%{http_code} ' -X POST %s; done; echo\nCtrl-C stops it\n", h.URL)
 

@@ -252,3 +252,10 @@ func (f *flags) appFlags() func() (harness.App, error) {
 		return a, nil
 	}
 }
+
+// isSet reports whether the flag name was given on the command line.
+func (f *flags) isSet(name string) bool {
+	set := false
+	f.Visit(func(fl *flag.Flag) { set = set || fl.Name == name })
+	return set
+}

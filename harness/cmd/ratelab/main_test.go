@@ -157,6 +157,7 @@ func TestBadUsageIsOneLineAndExit2(t *testing.T) {
 		{[]string{"serve", "-model", "pool", "-store", "memory", "-workers", "100000000"}, "-workers 100000000: at most 64"},
 		{[]string{"serve", "-model", "cgi", "-store", "memory", "-cgi-procs", "0"}, "-cgi-procs 0: from 1 to 256"},
 		{[]string{"serve", "-model", "cgi", "-store", "memory", "-cgi-procs", "257"}, "-cgi-procs 257: from 1 to 256"},
+		{[]string{"serve", "-model", "pool", "-store", "memory", "-cgi-procs", "2"}, "-cgi-procs applies to -model cgi only"},
 		{[]string{"serve", "-model", "cgi", "-store", "file", "-dir", filepath.Join(dir, "missing")}, "does not exist"},
 		{[]string{"serve", "-model", "cgi", "-store", "redis", "-redis", "mysql://x"}, "-redis: redisstore:"},
 		// A port that cannot exist is bad input, not an outage to wait out.
