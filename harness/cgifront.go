@@ -27,6 +27,10 @@ const MaxCGIProcs = 256
 // (https://nginx.org/en/docs/http/ngx_http_core_module.html#client_max_body_size).
 const MaxCGIBody = 1 << 20
 
+// MaxCGIBodies bounds the bodies the CGI front holds in memory at once,
+// all requests together; a body that would pass it is answered 503.
+const MaxCGIBodies = 32 << 20
+
 // procCap runs next for at most cap(slots) requests at once, as a web
 // server runs at most so many CGI programs: the others wait their turn in
 // the front, each for at most wait, and are then answered 503 with a
@@ -38,13 +42,15 @@ const MaxCGIBody = 1 << 20
 // share two cores so thinly that few meet their store's timeout: in CI
 // 1992 of 2000 PostgreSQL hits were refused as busy, 8 allowed of 30.
 type procCap struct {
-	slots   chan struct{}
-	wait    time.Duration
-	waiting atomic.Int64 // requests waiting for a slot, for tests
-	next    http.Handler
-	log     io.Writer
-	refused atomic.Int64 // refusals not yet reported
-	lastLog atomic.Int64 // when refusals were last reported, in Unix ns
+	slots    chan struct{}
+	wait     time.Duration
+	waiting  atomic.Int64 // requests waiting for a slot, for tests
+	next     http.Handler
+	log      io.Writer
+	refused  atomic.Int64 // refusals not yet reported
+	lastLog  atomic.Int64 // when refusals were last reported, in Unix ns
+	held     atomic.Int64 // bytes of bodies held, at most MaxCGIBodies
+	overHeld atomic.Int64 // bodies refused for want of room, for tests
 }
 
 func newProcCap(n int, wait time.Duration, log io.Writer, next http.Handler) *procCap {
@@ -53,16 +59,12 @@ func newProcCap(n int, wait time.Duration, log io.Writer, next http.Handler) *pr
 
 func (c *procCap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength != 0 {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxCGIBody))
-		if err != nil {
-			code := http.StatusBadRequest // cut, or out of its read time
-			if errors.As(err, new(*http.MaxBytesError)) {
-				code = http.StatusRequestEntityTooLarge
-			}
+		n, code := c.readBody(w, r)
+		defer c.held.Add(-n)
+		if code != 0 {
 			http.Error(w, http.StatusText(code), code)
 			return
 		}
-		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	}
 	if !c.acquire(r) {
 		if r.Context().Err() == nil {
@@ -74,6 +76,39 @@ func (c *procCap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer func() { <-c.slots }()
 	c.next.ServeHTTP(w, r)
+}
+
+// readBody reads r's body whole, within MaxCGIBody and what MaxCGIBodies
+// leaves, and replaces it with what it read; it returns the bytes it
+// holds, and the status to refuse r with, or 0. A declared length over
+// MaxCGIBody is refused before a byte is read: no 100 Continue is sent.
+func (c *procCap) readBody(w http.ResponseWriter, r *http.Request) (held int64, code int) {
+	if r.ContentLength > MaxCGIBody {
+		return 0, http.StatusRequestEntityTooLarge
+	}
+	var body bytes.Buffer
+	src := http.MaxBytesReader(w, r.Body, MaxCGIBody)
+	for chunk := make([]byte, 32<<10); ; {
+		n, err := src.Read(chunk)
+		if n > 0 {
+			held += int64(n)
+			if c.held.Add(int64(n)) > MaxCGIBodies {
+				c.overHeld.Add(1)
+				return held, http.StatusServiceUnavailable
+			}
+			body.Write(chunk[:n])
+		}
+		switch {
+		case err == io.EOF:
+			// Passed on with its length: net/http/cgi refuses a chunked one.
+			r.Body, r.ContentLength, r.TransferEncoding = io.NopCloser(&body), int64(body.Len()), nil
+			return held, 0
+		case errors.As(err, new(*http.MaxBytesError)):
+			return held, http.StatusRequestEntityTooLarge
+		case err != nil:
+			return held, http.StatusBadRequest // cut, or out of its read time
+		}
+	}
 }
 
 // refuse counts a refusal, and reports the refusals so far unless a

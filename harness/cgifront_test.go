@@ -1,6 +1,7 @@
 package harness_test
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -180,4 +181,70 @@ func TestCGIFrontReadsTheBodyBeforeAProgram(t *testing.T) {
 	seen, err := os.ReadFile(filepath.Join(dir, "seen"))
 	require.NoError(t, err)
 	assert.Equal(t, "1", strings.TrimSpace(string(seen)), "programs run: one, for the request with a whole body")
+}
+
+// A chunked body is read whole and passed on with its length — net/http/cgi
+// refuses a chunked one — and a declared length over MaxCGIBody is refused
+// at once, before the client sends it: no 100 Continue.
+func TestCGIFrontPassesChunkedBodiesAndRefusesLongOnes(t *testing.T) {
+	dir := t.TempDir()
+	h, err := harness.Start(harness.Config{Model: harness.CGI, Exe: blockingCGI(t, dir),
+		App: harness.App{Store: "file", Dir: t.TempDir(), Limit: 30, Window: time.Minute}})
+	require.NoError(t, err)
+	t.Cleanup(func() { h.Close() })
+	release(t, dir)
+	req, err := http.NewRequest("POST", h.URL, io.MultiReader(strings.NewReader("hello"))) // no length: chunked
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "a chunked body: %s", body)
+
+	u, err := url.Parse(h.URL)
+	require.NoError(t, err)
+	conn, err := net.Dial("tcp", u.Host)
+	require.NoError(t, err)
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", u.Path, u.Host, harness.MaxCGIBody+1)
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	status, err := bufio.NewReader(conn).ReadString('\n')
+	require.NoError(t, err)
+	assert.Equal(t, "HTTP/1.1 413 Request Entity Too Large\r\n", status)
+}
+
+// The bodies the CGI front holds at once are bounded, all clients
+// together: 33 clients each sending all but the last byte of a 1 MiB body
+// would hold 33 MiB; a body that would pass MaxCGIBodies is refused (two
+// crossing it at once may both be), while the others wait for their last
+// byte.
+func TestCGIFrontBoundsTheBodiesItHolds(t *testing.T) {
+	h, err := harness.Start(harness.Config{Model: harness.CGI, Exe: blockingCGI(t, t.TempDir()),
+		App: harness.App{Store: "file", Dir: t.TempDir(), Limit: 30, Window: time.Minute}})
+	require.NoError(t, err)
+	t.Cleanup(func() { h.Close() })
+	u, err := url.Parse(h.URL)
+	require.NoError(t, err)
+	n := harness.MaxCGIBodies/harness.MaxCGIBody + 1
+	part := make([]byte, harness.MaxCGIBody-1)
+	var wg sync.WaitGroup
+	for range n {
+		conn, err := net.Dial("tcp", u.Host)
+		require.NoError(t, err)
+		t.Cleanup(func() { conn.Close() })
+		wg.Go(func() {
+			fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n", u.Path, u.Host, harness.MaxCGIBody)
+			conn.Write(part) // a refused one's write may fail
+		})
+	}
+	wg.Wait()
+	// Every byte sent is read, or its body refused.
+	require.NoError(t, poll.Until(time.Minute, 5*time.Millisecond, func() error {
+		held, refused := h.CGIBodies()
+		if refused == 0 || held != (int64(n)-refused)*int64(len(part)) {
+			return fmt.Errorf("%d bytes held, %d bodies refused; want %d bytes of %d clients, the rest refused",
+				held, refused, int64(len(part))*(int64(n)-refused), n)
+		}
+		return nil
+	}))
 }

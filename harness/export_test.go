@@ -39,3 +39,9 @@ const (
 // CGIWaiting returns how many requests wait for one of the CGI front's
 // programs.
 func (h *Host) CGIWaiting() int64 { return h.cgiCap.waiting.Load() }
+
+// CGIBodies returns the bytes of bodies the CGI front holds, and how many
+// it refused for want of room.
+func (h *Host) CGIBodies() (held, refused int64) {
+	return h.cgiCap.held.Load(), h.cgiCap.overHeld.Load()
+}
