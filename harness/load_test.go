@@ -41,7 +41,7 @@ import (
 // cores so thinly that 1992 of 2000 ran out of time, 8 allowed (CI; two
 // such runs side by side, 1743 and 1840): the front now runs at most
 // DefaultCGIProcs at once, as a shared host does (881 and 904 refused in
-// those two runs, most by the front after their wait for a program). The
+// those two runs, 30 allowed each). The
 // servers run at their stock max_connections (151, 100). The processes are the ratelab command as
 // built for use, not this race-instrumented test binary.
 func TestLoadIsNotAnOutage(t *testing.T) {

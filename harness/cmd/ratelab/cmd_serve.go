@@ -212,8 +212,8 @@ func cmdCGI(args []string, stdout, stderr io.Writer) (int, error) {
 // state directory that cannot be written, a Redis or a database that
 // refuses the password or database named, an address that cannot be, more
 // workers or CGI programs than the harness runs or than the database has
-// connections for. A server that cannot be reached is an outage, not a configuration
-// error: it is reported, and the hits follow the fail policy until it is
+// connections for. A server that cannot be reached is an outage, not a
+// configuration error: it is reported, and the hits follow the fail policy until it is
 // back. A Redis that refuses writes or may evict keys is refused too, the
 // latter unless allowEviction. A database's tables are created here, and
 // its connections shared out: checkServe returns how many each worker may
