@@ -55,7 +55,7 @@ func TestWhatPackagesLink(t *testing.T) {
 // shared tests). Test files may reach up — a store's tests use
 // internal/lab/storetest — so only the packages' own imports are held.
 var layers = [][]string{
-	{"internal/barchart", "internal/childproc", "internal/claim", "internal/floor", "internal/freeport",
+	{"internal/barchart", "internal/childproc", "internal/claim", "internal/crosscheck", "internal/floor", "internal/freeport",
 		"internal/hostport", "internal/poll", "internal/redact", "internal/seqchart", "internal/syncbuf", "internal/weave"},
 	{"", "algorithm"}, // the contract, and the algorithms' pure steps
 	{"broken_inmemory"},
