@@ -279,12 +279,19 @@ func tellsPath(t *testing.T, root, page string) {
 // no page names: what a reader types and is shown.
 func pastes(t *testing.T, root string, pages []string) []shown {
 	t.Helper()
+	all := commandsOfPages(t, root, pages)
+	for i := range all {
+		all[i].page = ""
+	}
+	return all
+}
+
+// commandsOfPages returns the `$` commands of pages, in order.
+func commandsOfPages(t *testing.T, root string, pages []string) []shown {
+	t.Helper()
 	var all []shown
 	for _, page := range pages {
-		for _, s := range commandsOf(t, root, page) {
-			s.page = ""
-			all = append(all, s)
-		}
+		all = append(all, commandsOf(t, root, page)...)
 	}
 	return all
 }
@@ -299,10 +306,7 @@ func pasteTwice(t *testing.T, root string, pages []string) {
 	clone, git := freshClone(t, root)
 	require.NoError(t, weave.BuildBinaries(root, filepath.Join(clone, "bin")))
 
-	var once []shown
-	for _, page := range pages {
-		once = append(once, commandsOf(t, root, page)...)
-	}
+	once := commandsOfPages(t, root, pages)
 	require.GreaterOrEqual(t, len(once), 15, "the pages' $ commands")
 	t.Logf("pasting %d commands from %d pages, twice", len(once), len(pages))
 	all := append(once[:len(once):len(once)], once...)
