@@ -154,22 +154,41 @@ func serve(cfg harness.Config, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	app := cfg.App
 	fmt.Fprintln(stdout, h.URL)
-	fmt.Fprintf(stderr, "serving model=%s store=%s limit %d per %v fail %s", cfg.Model, app.Store, app.Limit, app.Window, app.FailPolicy)
-	if app.Store == "file" {
-		fmt.Fprintf(stderr, " state in %s", app.Dir)
-	}
-	if cfg.Model == harness.CGI {
-		fmt.Fprintf(stderr, "; at most %d programs at once (-cgi-procs)", cfg.CGIProcs)
-	}
-	fmt.Fprintf(stderr, "\ntry: for i in $(seq 35); do curl -s -o /dev/null -w '%%{http_code} ' -X POST %s; done; echo\nCtrl-C stops it\n", h.URL)
+	fmt.Fprint(stderr, banner(cfg, h.URL))
 
 	<-ctx.Done()
 	if err := h.Close(); err != nil {
 		return 0, err
 	}
 	return exitOK, nil
+}
+
+// banner is what serve says on stderr of what it serves at url, and a
+// loop of curl to try it with: as many requests as one client needs to see
+// a 429 in cfg's model and five more (harness.Expect), or, where none
+// comes, why.
+func banner(cfg harness.Config, url string) string {
+	app := cfg.App
+	var b strings.Builder
+	fmt.Fprintf(&b, "serving model=%s store=%s limit %d per %v", cfg.Model, app.Store, app.Limit, app.Window)
+	if app.Store != "memory" { // the in-memory store cannot fail: no policy applies
+		fmt.Fprintf(&b, " fail %s", app.FailPolicy)
+	}
+	if app.Store == "file" {
+		fmt.Fprintf(&b, " state in %s", app.Dir)
+	}
+	if cfg.Model == harness.CGI {
+		fmt.Fprintf(&b, "; at most %d programs at once (-cgi-procs)", cfg.CGIProcs)
+	}
+	many := app.Limit*max(1, 2*cfg.Workers) + 1 // more than any model lets through
+	ok, why := harness.Expect(harness.Scenario{Model: cfg.Model, App: app, Workers: cfg.Workers, Workload: harness.Workload{Requests: many}})
+	n := ok + 5
+	if ok == many {
+		n = app.Limit + 5
+	}
+	fmt.Fprintf(&b, "\ntry: for i in $(seq %d); do curl -s -o /dev/null -w '%%{http_code} ' -X POST %s; done; echo\nexpect: %s\nCtrl-C stops it\n", n, url, why)
+	return b.String()
 }
 
 // cmdCGI is the demo endpoint as a CGI program for a real web server: a

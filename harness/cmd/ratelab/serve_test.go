@@ -315,3 +315,45 @@ func TestServeRedisWait(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr.String(), "must be shorter than Timeout", stderr.String())
 }
+
+// The finding: serve's own hint sent 35 requests, which in the pool model
+// of the in-memory store (4 workers × 30 let through) never met a 429.
+// The hint now sends as many as the model lets through and five more, and
+// says what to expect; each row sends what its hint says and sees that.
+func TestServesHintReachesWhatItSays(t *testing.T) {
+	tests := []struct {
+		args     []string
+		want200  int // of the hint's requests
+		wantSeq  int
+		wantFail bool   // the banner names a fail policy
+		expect   string // the banner's expect line starts so
+	}{
+		{[]string{"-model", "pool", "-workers", "3", "-store", "memory", "-limit", "4"}, 12, 17, false, "3 workers × 4 = 12 let through"},
+		{[]string{"-model", "cgi", "-store", "memory", "-limit", "4"}, 9, 9, false, "never 429"},
+		{[]string{"-model", "pool", "-workers", "3", "-store", "file", "-limit", "4"}, 4, 9, true, "429 from #5"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			url, code, stderr := startServe(t, "", append(tt.args, "-addr", "127.0.0.1:0")...)
+			require.NotEmpty(t, url, "serve exited %d: %s", code, stderr.String())
+			require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "Ctrl-C stops it") }, time.Minute, 10*time.Millisecond)
+			banner := stderr.String()
+			assert.Equal(t, tt.wantFail, strings.Contains(banner, " fail "), "banner %q names a fail policy", banner)
+			var n int
+			_, err := fmt.Sscanf(banner[strings.Index(banner, "$(seq ")+len("$(seq "):], "%d)", &n)
+			require.NoError(t, err, "banner %q", banner)
+			assert.Equal(t, tt.wantSeq, n, "requests in the hint %q", banner)
+			ok := 0
+			for range n {
+				resp, err := http.Post(url, "", nil)
+				require.NoError(t, err)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					ok++
+				}
+			}
+			assert.Equal(t, tt.want200, ok, "200s of the hint's %d requests; banner %q", n, banner)
+			assert.Contains(t, banner, "\nexpect: "+tt.expect)
+		})
+	}
+}
