@@ -171,12 +171,12 @@ func serve(cfg harness.Config, stdout, stderr io.Writer) (int, error) {
 func banner(cfg harness.Config, url string) string {
 	app := cfg.App
 	var b strings.Builder
-	fmt.Fprintf(&b, "serving model=%s store=%s limit %d per %v", cfg.Model, app.Store, app.Limit, app.Window)
+	fmt.Fprintf(&b, "serving model=%s store=%s, limit %d per %d s", cfg.Model, app.Store, app.Limit, app.Window/time.Second)
 	if app.Store != "memory" { // the in-memory store cannot fail: no policy applies
-		fmt.Fprintf(&b, " fail %s", app.FailPolicy)
+		fmt.Fprintf(&b, ", fail %s", app.FailPolicy)
 	}
 	if app.Store == "file" {
-		fmt.Fprintf(&b, " state in %s", app.Dir)
+		fmt.Fprintf(&b, ", state in %s", app.Dir)
 	}
 	if cfg.Model == harness.CGI {
 		fmt.Fprintf(&b, "; at most %d programs at once (-cgi-procs)", cfg.CGIProcs)

@@ -72,13 +72,13 @@ func commands() []command {
 	return []command{
 		{"demo", "-store memory|file | -outage open|local [-requests] [-limit] [-window] [-workers] [-concurrency] [-at RFC3339] [-stable]",
 			"the endpoint under single, pool and cgi: where 429 appears", cmdDemo},
-		{"serve", "-model cgi|pool|single|two-hosts -store memory|file|redis|mysql|postgres [-addr] [-limit] [-window] [-workers] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed|local] [-redis URL] [-redis-wait N] [-redis-wait-timeout] [-redis-allow-eviction] [-mysql DSN] [-postgres URL] [-trusted-proxies CIDR,…] [-forwarded-header NAME]",
+		{"serve", "-model cgi|pool|single|two-hosts -store memory|file|redis|mysql|postgres [-addr] [-limit] [-window] [-workers] [-cgi-procs] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed|local] [-redis URL] [-redis-wait N] [-redis-wait-timeout] [-redis-allow-eviction] [-mysql DSN] [-postgres URL] [-trusted-proxies CIDR,…] [-forwarded-header NAME]",
 			"serve the endpoint to curl, until Ctrl-C", cmdServe},
 		{"cgi", "-store memory|file|redis|mysql|postgres [-dir DIR] [-redis URL] [-redis-wait N] [-redis-wait-timeout] [-mysql DSN] [-postgres URL] [-limit] [-window] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed|local] [-trusted-proxies CIDR,…] [-forwarded-header NAME]",
 			"the endpoint as a CGI program, for a web server's cgi-bin", cmdCGI},
 		{"hit", "-dir DIR -key KEY [-rule] [-limit] [-window] [-at RFC3339] [-fail open|closed|local] [-wait DURATION] [-algorithm fixed|sliding|log|gcra] [-burst N] [-refusals default|count|ignore]",
 			"take one hit in the file store and print the decision", cmdHit},
-		{"reset", "-dir DIR -key KEY [-rule] [-algorithm fixed|sliding|log|gcra] [-fail open|closed|local]",
+		{"reset", "-dir DIR -key KEY [-rule] [-algorithm fixed|sliding|log|gcra] [-fail open|closed|local] [-limit] [-window] [-burst N] [-refusals default|count|ignore] [-at RFC3339]",
 			"forget one key of one rule: unblock a client", cmdReset},
 		{"inspect", "-dir DIR [-at RFC3339]", "show every state file, changing nothing", cmdInspect},
 		{"sweep", "-dir DIR [-at RFC3339]", "remove the state files whose state is over", cmdSweep},
@@ -88,7 +88,7 @@ func commands() []command {
 		{"bench", "[-o FILE] [-quick]", "per-hit costs and cross-process throughput", cmdBench},
 		{"redis", "[-redis URL] [-requests] [-limit] [-window] [-workers] [-concurrency] [-at RFC3339] [-stable] [-svg FILE]",
 			"beyond one host: files against Redis, and two Redis pitfalls", cmdRedis},
-		{"check", "[-store memory|file|redis] [-model single|pool|cgi|two-hosts] [-algorithm fixed|sliding|log|gcra] [-clients] [-hits] [-workers] [-fault none|kill] [-html FILE]",
+		{"check", "[-store memory|file|redis|mysql|postgres] [-counter lock-free|flock] [-mistake read-then-write|reset-first] [-model single|pool|cgi|two-hosts] [-algorithm fixed|sliding|log|gcra] [-clients] [-hits] [-workers] [-fault none|kill|stop|failover|move] [-redis-wait N] [-html FILE] [-svg FILE]",
 			"record every hit of a run and check the history for linearizability", cmdCheck},
 		{"db", "[-check] [-mysql DSN] [-postgres URL] [-requests] [-limit] [-window] [-workers] [-concurrency] [-at RFC3339] [-stable] [-force]",
 			"the database lock: lost updates in SQL, lock rows, two hosts on one database", cmdDB},
@@ -97,14 +97,18 @@ func commands() []command {
 
 // usage is the usage text, made from the command table.
 func usage() string {
+	width := 0 // of the longest name, so that what follows lines up
+	for _, c := range commands() {
+		width = max(width, len(c.name))
+	}
 	var b strings.Builder
 	b.WriteString("usage:\n")
 	for _, c := range commands() {
-		fmt.Fprintf(&b, "  ratelab %-8s %s\n", c.name, c.usageLine())
+		fmt.Fprintf(&b, "  ratelab %-*s %s\n", width, c.name, c.usageLine())
 	}
 	b.WriteString("\ncommands:\n")
 	for _, c := range commands() {
-		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.help)
+		fmt.Fprintf(&b, "  %-*s %s\n", width, c.name, c.help)
 	}
 	return b.String()
 }

@@ -367,13 +367,16 @@ func TestUsageComesFromTheCommandTable(t *testing.T) {
 	require.NoError(t, err)
 	doc := string(src[:strings.Index(string(src), "package main")])
 	for _, c := range commands() {
-		line := regexp.MustCompile(`(?m)^  ratelab ` + regexp.QuoteMeta(fmt.Sprintf("%-8s", c.name)) + ` (.*)$`).FindStringSubmatch(out)
+		line := regexp.MustCompile(`(?m)^  ratelab ` + regexp.QuoteMeta(c.name) + ` +(.*)$`).FindStringSubmatch(out)
 		if !assert.NotNil(t, line, "usage line of %s", c.name) {
 			continue
 		}
 		assert.Regexp(t, `(?m)^  `+c.name+` +`+regexp.QuoteMeta(c.help)+`$`, out, "help line of %s", c.name)
 		assert.Regexp(t, `[ ,]`+c.name+`[ ,]`, doc, "the package doc names %s", c.name)
 		defined := definedFlags(usageHelp(t, c.name))
+		for name := range defined { // the finding: check's line lacked -svg, -counter, -mistake
+			assert.Regexp(t, `(^|[\s\[])-`+name+`([\s\]=]|$)`, line[1], "ratelab %s defines -%s, which its usage line does not name", c.name, name)
+		}
 		for _, m := range regexp.MustCompile(`(?:^|[\s\[])-([a-z][a-z-]*)(=false|\s[^\s\]]+)?`).FindAllStringSubmatch(line[1], -1) {
 			name, shown := m[1], strings.TrimSpace(m[2])
 			fl, ok := defined[name]

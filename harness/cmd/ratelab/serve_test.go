@@ -338,7 +338,7 @@ func TestServesHintReachesWhatItSays(t *testing.T) {
 			require.NotEmpty(t, url, "serve exited %d: %s", code, stderr.String())
 			require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "Ctrl-C stops it") }, time.Minute, 10*time.Millisecond)
 			banner := stderr.String()
-			assert.Equal(t, tt.wantFail, strings.Contains(banner, " fail "), "banner %q names a fail policy", banner)
+			assert.Equal(t, tt.wantFail, strings.Contains(banner, ", fail "), "banner %q names a fail policy", banner)
 			var n int
 			_, err := fmt.Sscanf(banner[strings.Index(banner, "$(seq ")+len("$(seq "):], "%d)", &n)
 			require.NoError(t, err, "banner %q", banner)
