@@ -243,7 +243,7 @@ func heldRow(t *testing.T, d Database) {
 		rule  ratelab.Rule
 		table string
 	}{{Original, "fixed"}, {log, "state"}} {
-		Take(t, s, c.rule, Key, T0) // the row exists
+		TakeBusy(t, s, c.rule, Key, T0) // the row exists
 		release := d.Hold(t, d.DSN, o.Prefix+c.table, s.Key(c.rule, Key))
 		start := time.Now()
 		_, err := s.TakeAt(context.Background(), c.rule, Key, T0)
@@ -251,7 +251,7 @@ func heldRow(t *testing.T, d Database) {
 		release()
 		assert.ErrorIs(t, err, ratelab.ErrUnavailable, "%s: a fail-closed hit on a held row", c.table)
 		assert.Less(t, waited, 2*time.Second, "%s: the 300 ms timeout bounds the wait", c.table)
-		after := Take(t, s, c.rule, Key, T0) // released: hits go on, the refused one uncounted
+		after := TakeBusy(t, s, c.rule, Key, T0) // released: hits go on, the refused one uncounted
 		assert.Equal(t, c.rule.Limit-2, after.Remaining, "%s: the held hit was not counted", c.table)
 	}
 }

@@ -30,7 +30,7 @@ func late(t *testing.T, d Database) {
 	o := Options{Prefix: fmt.Sprintf("t%d_", prefixes.Add(1)), Timeout: 300 * time.Millisecond, Policy: ratelab.FailClosed}
 	s := open(o)
 	require.NoError(t, s.CheckServer(context.Background()))
-	Take(t, s, Original, Key, T0) // count 1, and a connection idle in the pool
+	TakeBusy(t, s, Original, Key, T0) // count 1, and a connection idle in the pool
 	resume, err := d.Pause()
 	require.NoError(t, err)
 	t.Cleanup(func() { resume() })                             // if the test stops early
@@ -46,7 +46,7 @@ func late(t *testing.T, d Database) {
 		}
 		return nil
 	}))
-	after := Take(t, s, Original, Key, T0)
+	after := TakeBusy(t, s, Original, Key, T0)
 	assert.Equal(t, int64(28), after.Remaining, "count 2: the hit reported failed was not counted")
 }
 
