@@ -23,7 +23,11 @@ import (
 // child that hangs, long enough for one that is only slow on a machine
 // other jobs keep busy (10 s was not: a lock-free stress child of 500
 // hits missed it under two CPU loops and other tests' floods).
+// A child busy for longer says so with a Pulse, and Expect waits on.
 const Timeout = time.Minute
+
+// aliveLine is the line a Pulse prints: Expect passes over it.
+const aliveLine = "alive"
 
 // Proc is a running child.
 type Proc struct {
@@ -34,6 +38,8 @@ type Proc struct {
 	stderr *syncbuf.Buffer
 	done   chan struct{}
 	stash  *string // a line read by Quiet, not yet returned by Expect
+	// timeout bounds Expect's wait for a line: Timeout, shorter in tests.
+	timeout time.Duration
 }
 
 // Start re-executes the current binary (os.Executable) as a child of role,
@@ -59,7 +65,7 @@ func StartExeFiles(name, exe, role string, stderrTee io.Writer, files []*os.File
 	cmd := exec.Command(exe)
 	cmd.ExtraFiles = files
 	cmd.Env = append(append(os.Environ(), Env(role)...), env...)
-	p := &Proc{Cmd: cmd, name: name, lines: make(chan string, 64), stderr: &syncbuf.Buffer{Tee: stderrTee, Limit: 64 << 10}, done: make(chan struct{})}
+	p := &Proc{Cmd: cmd, name: name, lines: make(chan string, 64), stderr: &syncbuf.Buffer{Tee: stderrTee, Limit: 64 << 10}, done: make(chan struct{}), timeout: Timeout}
 	cmd.Stderr = p.stderr
 	var err error
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
@@ -84,23 +90,28 @@ func StartExeFiles(name, exe, role string, stderrTee io.Writer, files []*os.File
 }
 
 // Expect waits for the child's next line and returns what follows prefix
-// on it. Any other line, an exit, or silence past Timeout is an error.
+// on it. Any other line, an exit, or silence past Timeout is an error; a
+// Pulse's line is passed over, and the wait starts again after it.
 func (p *Proc) Expect(prefix string) (string, error) {
 	if p.stash != nil {
 		line := *p.stash
 		p.stash = nil
 		return p.match(line, prefix)
 	}
-	select {
-	case line, ok := <-p.lines:
-		if !ok {
-			<-p.done
-			err := p.Cmd.Wait()
-			return "", fmt.Errorf("childproc: %s exited (%v) before printing %q; stderr: %s", p.name, err, prefix, p.Stderr())
+	for {
+		select {
+		case line, ok := <-p.lines:
+			if !ok {
+				<-p.done
+				err := p.Cmd.Wait()
+				return "", fmt.Errorf("childproc: %s exited (%v) before printing %q; stderr: %s", p.name, err, prefix, p.Stderr())
+			}
+			if line != aliveLine {
+				return p.match(line, prefix)
+			}
+		case <-time.After(p.timeout):
+			return "", fmt.Errorf("childproc: %s printed nothing within %v, expected %q; stderr: %s", p.name, p.timeout, prefix, p.Stderr())
 		}
-		return p.match(line, prefix)
-	case <-time.After(Timeout):
-		return "", fmt.Errorf("childproc: %s printed nothing within %v, expected %q; stderr: %s", p.name, Timeout, prefix, p.Stderr())
 	}
 }
 
@@ -113,7 +124,7 @@ func (p *Proc) Quiet(d time.Duration) bool {
 	}
 	select {
 	case line, ok := <-p.lines:
-		if ok {
+		if ok && line != aliveLine {
 			p.stash = &line
 		}
 		return false
@@ -187,6 +198,28 @@ func (p *Proc) Stderr() string { return strings.TrimSpace(p.stderr.String()) }
 
 // Say prints one line on stdout for the parent.
 func Say(format string, args ...any) { fmt.Printf(format+"\n", args...) }
+
+// Pulse tells the parent that a child in a long loop is alive: Beat,
+// called once per step, prints a line Expect passes over when Every (a
+// second if 0) has gone by since the last, so that a child slowed down by
+// a busy machine is waited for while a step that hangs is still caught
+// by Timeout. The zero value beats at the first call.
+type Pulse struct {
+	Every time.Duration
+	last  time.Time
+}
+
+// Beat says the child is alive if Every has gone by since it last did.
+func (p *Pulse) Beat() {
+	every := p.Every
+	if every == 0 {
+		every = time.Second
+	}
+	if now := time.Now(); now.Sub(p.last) >= every {
+		Say(aliveLine)
+		p.last = now
+	}
+}
 
 // WaitGo blocks until the parent sends a line (or closes stdin).
 func WaitGo(r *bufio.Reader) { r.ReadString('\n') }
