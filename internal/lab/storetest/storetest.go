@@ -40,32 +40,6 @@ func Take(t *testing.T, s ratelab.Store, r ratelab.Rule, key string, at time.Tim
 	return d
 }
 
-// TakeBusy is Take for a store whose timeout a test set tight (300 ms), for
-// the hits around the one the test bounds: it asks again, up to 5 times,
-// while the store says it did not take the hit in time (ratelab.ErrBusy),
-// as a client does — such a hit was not counted, so the count the test
-// checks is unchanged. The finding: with two busy loops beside make test,
-// heldRow's hit after the release ran out of its 300 ms and failed the
-// suite, though the store had done what it promises.
-func TakeBusy(t *testing.T, s ratelab.Store, r ratelab.Rule, key string, at time.Time) ratelab.Decision {
-	t.Helper()
-	d, tries, err := takeBusy(s, r, key, at)
-	require.NoError(t, err, "%d tries", tries)
-	require.NoError(t, d.NotCounted, "the store failed open")
-	return d
-}
-
-// takeBusy is TakeBusy's loop: the decision, how many times it asked, and
-// the last error.
-func takeBusy(s ratelab.Store, r ratelab.Rule, key string, at time.Time) (d ratelab.Decision, tries int, err error) {
-	for tries = 1; ; tries++ {
-		d, err = s.TakeAt(context.Background(), r, key, at)
-		if !errors.Is(err, ratelab.ErrBusy) || tries == 5 {
-			return d, tries, err
-		}
-	}
-}
-
 // Rules are one rule per algorithm, 3 per minute, GCRA with a burst of 2:
 // the rules of the decision tables.
 func Rules() []ratelab.Rule {
