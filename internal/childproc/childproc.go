@@ -9,6 +9,7 @@ package childproc
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -200,21 +201,18 @@ func (p *Proc) Stderr() string { return strings.TrimSpace(p.stderr.String()) }
 func Say(format string, args ...any) { fmt.Printf(format+"\n", args...) }
 
 // Pulse tells the parent that a child in a long loop is alive: Beat,
-// called once per step, prints a line Expect passes over when Every (a
-// second if 0) has gone by since the last, so that a child slowed down by
-// a busy machine is waited for while a step that hangs is still caught
-// by Timeout. The zero value beats at the first call.
+// called once per step, prints a line Expect passes over when a second
+// has gone by since the last, so that a child slowed down by a busy
+// machine is waited for while a step that hangs is still caught by
+// Timeout. The zero value is ready and beats at the first call.
 type Pulse struct {
-	Every time.Duration
+	every time.Duration // 0: a second; shorter in tests
 	last  time.Time
 }
 
-// Beat says the child is alive if Every has gone by since it last did.
+// Beat says the child is alive if a second has gone by since it last did.
 func (p *Pulse) Beat() {
-	every := p.Every
-	if every == 0 {
-		every = time.Second
-	}
+	every := cmp.Or(p.every, time.Second)
 	if now := time.Now(); now.Sub(p.last) >= every {
 		Say(aliveLine)
 		p.last = now

@@ -23,7 +23,7 @@ func workChild() error {
 	if err != nil {
 		return err
 	}
-	pulse := Pulse{Every: every}
+	pulse := Pulse{every: every}
 	for end := time.Now().Add(work); time.Now().Before(end); {
 		time.Sleep(10 * time.Millisecond) // the work: a step that takes time
 		if every > 0 {
