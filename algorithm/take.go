@@ -3,6 +3,7 @@ package algorithm
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratelab/ratelab"
@@ -149,13 +150,18 @@ const maxLogSize = 64 + 16*ratelab.MaxLogLimit
 // sure no other rule with the same name and algorithm came before, so that
 // two different rules sharing a name inside one process are reported at
 // their first hit, naming both, rather than counting into each other's
-// state; every later hit of that rule is one map lookup. It remembers every
-// rule it is given, and rules come from code, not from clients. The zero
-// value is ready; it is safe for concurrent use.
+// state; every later hit of that rule is one comparison with the rule of
+// the hit before (most applications hit one rule), or one map lookup. It
+// remembers every rule it is given, and rules come from code, not from
+// clients. The zero value is ready; it is safe for concurrent use.
 type Rules struct {
-	given  sync.Map // ratelab.Rule as given → the same rule, checked and normalized
-	byName sync.Map // ruleID → the normalized rule first seen with that name and algorithm
+	last   atomic.Pointer[admitted] // the rule of the latest hit admitted
+	given  sync.Map                 // ratelab.Rule as given → its *admitted
+	byName sync.Map                 // ruleID → the normalized rule first seen with that name and algorithm
 }
+
+// admitted is a rule as given and as the rest of a hit uses it.
+type admitted struct{ given, rule ratelab.Rule }
 
 type ruleID struct {
 	name string
@@ -172,8 +178,12 @@ func (rs *Rules) Admit(r ratelab.Rule, now time.Time) (ratelab.Rule, error) {
 	if err := ratelab.CheckInstant(now); err != nil {
 		return ratelab.Rule{}, err
 	}
-	if n, ok := rs.given.Load(r); ok {
-		return n.(ratelab.Rule), nil
+	if a := rs.last.Load(); a != nil && a.given == r {
+		return a.rule, nil // a comparison: a map lookup hashes the whole rule
+	}
+	if a, ok := rs.given.Load(r); ok {
+		rs.last.Store(a.(*admitted))
+		return a.(*admitted).rule, nil
 	}
 	if err := r.Validate(); err != nil {
 		return ratelab.Rule{}, err
@@ -182,7 +192,9 @@ func (rs *Rules) Admit(r ratelab.Rule, now time.Time) (ratelab.Rule, error) {
 	if seen, _ := rs.byName.LoadOrStore(ruleID{n.Name, n.Algorithm}, n); seen.(ratelab.Rule) != n {
 		return ratelab.Rule{}, &ratelab.ConflictError{Rule: n, Other: seen.(ratelab.Rule).String()}
 	}
-	rs.given.Store(r, n)
+	a := &admitted{r, n}
+	rs.given.Store(r, a)
+	rs.last.Store(a)
 	return n, nil
 }
 

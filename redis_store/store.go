@@ -98,7 +98,7 @@ type Store struct {
 	timeout time.Duration
 	log     *slog.Logger
 	prefix  string
-	now     func() time.Time
+	clock   func() time.Time // Options.Clock; nil: time.Now
 	rules   algorithm.Rules
 
 	waitReplicas int
@@ -120,14 +120,11 @@ func New(client redis.Cmdable, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{rdb: client, proc: proc, timeout: cmp.Or(opts.Timeout, DefaultTimeout), log: opts.Logger,
-		prefix: cmp.Or(opts.Prefix, defaultPrefix), now: opts.Clock,
+		prefix: cmp.Or(opts.Prefix, defaultPrefix), clock: opts.Clock,
 		waitReplicas: opts.WaitReplicas, waitTimeout: cmp.Or(opts.WaitTimeout, 100*time.Millisecond)}
 	s.reload, _ = client.(reloader)
 	if s.log == nil {
 		s.log = slog.Default()
-	}
-	if s.now == nil {
-		s.now = time.Now
 	}
 	var err error
 	if s.fail, err = brokeninmemory.NewFailer(opts.FailPolicy, "redisstore", s.log); err != nil {
@@ -161,7 +158,11 @@ var scripts = map[ratelab.Algorithm]*script{
 
 // Take takes one hit now; it is TakeAt(ctx, r, key, clock()).
 func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.Decision, error) {
-	return s.TakeAt(ctx, r, key, s.now())
+	wall := time.Now()
+	if s.clock != nil {
+		return s.takeAt(ctx, r, key, s.clock(), wall)
+	}
+	return s.takeAt(ctx, r, key, wall, wall) // one reading of the clock for the instant and the deadline
 }
 
 // TakeAt takes one hit of key under r at now, in one script, and decides
@@ -174,13 +175,19 @@ func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.D
 // rule with the same name (ratelab.ErrRuleConflict, the state left as it
 // was), are errors under every policy.
 func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
+	return s.takeAt(ctx, r, key, now, time.Now())
+}
+
+// takeAt is TakeAt, the hit's deadline being Options.Timeout after wall,
+// the time of the computer's clock.
+func (s *Store) takeAt(ctx context.Context, r ratelab.Rule, key string, now, wall time.Time) (ratelab.Decision, error) {
 	r, err := s.rules.Admit(r, now)
 	if err != nil {
 		return ratelab.Decision{}, err
 	}
 	name := s.key(r, key)
 	rkey := countKey(r, name)
-	d, err := s.take(withDeadline(ctx, time.Now().Add(s.timeout)), name, r, now)
+	d, err := s.take(withDeadline(ctx, wall.Add(s.timeout)), name, r, now)
 	switch {
 	case err == nil:
 		return d, nil

@@ -16,10 +16,14 @@ import (
 // own work — the limiter's and go-redis's, without the network or Redis.
 type canned struct{ reply func() any }
 
+// resetAt is the canned fixed window's end, an hour after the run starts:
+// read once, so that a canned reply costs every variant the same.
+var resetAt = time.Now().Unix() + 3600
+
 // replies are each variant's script's reply to a hit that is allowed.
 var replies = map[string]func() any{
 	"evalsha-return-1": func() any { return int64(1) },
-	"ratelab-fixed":    func() any { return []any{int64(5), time.Now().Unix() + 3600} },
+	"ratelab-fixed":    func() any { return []any{int64(5), resetAt} },
 	"ratelab-gcra":     func() any { return []any{int64(0), int64(1), int64(10), int64(0), int64(1000)} },
 	"redis_rate":       func() any { return []any{int64(1), int64(10), "-1", "0.001"} },
 	"ulule":            func() any { return []any{int64(5), int64(3600000)} },
