@@ -10,7 +10,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/ratelab/ratelab"
@@ -196,7 +195,7 @@ func (s *Store) readModifyWrite(fd int, name string, r ratelab.Rule, now time.Ti
 	var buf [1024]byte
 	res, err := algorithm.Take(buf[:0], old, r, now)
 	if err == nil && res.Replaced != nil {
-		s.log.Warn("fixedfilestore: corrupt state replaced by a fresh one", "path", s.pathOf(name), "err", res.Replaced, "content", quote(old))
+		s.log.Warn("fixedfilestore: corrupt state replaced by a fresh one", "path", s.pathOf(name), "err", res.Replaced, "content", excerpt(old))
 	}
 	if err != nil || res.State == nil {
 		return res.Decision, err // refused and not recorded: nothing to write
@@ -269,10 +268,11 @@ func readState(fd int, buf []byte, limit int) ([]byte, error) {
 // parent kills it there.
 var testHookWritten func()
 
-// quote shows at most 64 bytes of b for a log line.
-func quote(b []byte) string {
+// excerpt is at most the first 64 bytes of b for a log line, which the
+// log's handler quotes (bytes that are not printable included).
+func excerpt(b []byte) string {
 	if len(b) > 64 {
-		return strconv.Quote(string(b[:64])) + "…"
+		return string(b[:64]) + "…"
 	}
-	return strconv.Quote(string(b))
+	return string(b)
 }

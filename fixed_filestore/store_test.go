@@ -109,6 +109,25 @@ func TestPermissions(t *testing.T) {
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "state file")
 }
 
+// contentAttr is how a text log line shows content, as the store logs a
+// corrupt state: its first 64 bytes, then "…" if there is more, quoted by
+// the handler alone.
+func contentAttr(content string) string {
+	if len(content) > 64 {
+		content = content[:64] + "…"
+	}
+	var b strings.Builder
+	slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key != "content" {
+				return slog.Attr{} // only the attribute
+			}
+			return a
+		},
+	})).Info("", "content", content)
+	return strings.TrimSpace(strings.TrimPrefix(b.String(), "msg= "))
+}
+
 func TestCorruptStateIsLoggedAndReplaced(t *testing.T) {
 	tests := []struct {
 		name, content, wantErr string
@@ -138,6 +157,7 @@ func TestCorruptStateIsLoggedAndReplaced(t *testing.T) {
 				assert.Contains(t, logs.String(), "corrupt state replaced", "policy %v", policy)
 				assert.Contains(t, logs.String(), tt.wantErr, "policy %v", policy)
 				assert.Contains(t, logs.String(), path, "policy %v", policy)
+				assert.Contains(t, logs.String(), contentAttr(tt.content), "policy %v: what the file held, quoted once", policy)
 
 				got, err := os.ReadFile(path)
 				require.NoError(t, err)
@@ -212,6 +232,14 @@ func TestSymlinkAtStatePathIsRefused(t *testing.T) {
 	got, err := os.ReadFile(target)
 	require.NoError(t, err)
 	assert.Equal(t, "precious", string(got), "the symlink's target was written through")
+}
+
+// A FIFO at a state file's name is neither opened to wait for a writer
+// nor counted in: the hit follows the policy at once.
+func TestFIFOAtStatePathIsRefused(t *testing.T) {
+	checkPolicies(t, func(t *testing.T, s *fixedfilestore.Store) {
+		require.NoError(t, syscall.Mkfifo(s.Path(rule, storetest.Key), 0o600))
+	}, "not a regular file")
 }
 
 func TestDirectoryAtStatePath(t *testing.T) {

@@ -118,7 +118,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, usagef("-addr %s: %v", *addr, err)
 	}
 	defer cfg.Listener.Close()
-	return serve(cfg, stdout, stderr)
+	return serve(cfg, f.dir == "", stdout, stderr)
 }
 
 // serveApp makes the App of serve's flags, its state in a fresh directory
@@ -144,8 +144,9 @@ func serveApp(f *flags, appOf func() (harness.App, error)) (app harness.App, cle
 }
 
 // serve starts the processes of cfg, prints the URL on stdout and what it
-// serves on stderr, and serves until SIGINT or SIGTERM.
-func serve(cfg harness.Config, stdout, stderr io.Writer) (int, error) {
+// serves on stderr, and serves until SIGINT or SIGTERM; scratch says that
+// a file store's directory is serve's own, removed when it stops.
+func serve(cfg harness.Config, scratch bool, stdout, stderr io.Writer) (int, error) {
 	// Listen for the signals before the URL is out: a script may send one
 	// the moment it reads it.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -155,7 +156,7 @@ func serve(cfg harness.Config, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	fmt.Fprintln(stdout, h.URL)
-	fmt.Fprint(stderr, banner(cfg, h.URL))
+	fmt.Fprint(stderr, banner(cfg, h.URL, scratch))
 
 	<-ctx.Done()
 	if err := h.Close(); err != nil {
@@ -168,7 +169,7 @@ func serve(cfg harness.Config, stdout, stderr io.Writer) (int, error) {
 // loop of curl to try it with: as many requests as one client needs to see
 // a 429 in cfg's model and five more (harness.Expect), or, where none
 // comes, why.
-func banner(cfg harness.Config, url string) string {
+func banner(cfg harness.Config, url string, scratch bool) string {
 	app := cfg.App
 	var b strings.Builder
 	fmt.Fprintf(&b, "serving model=%s store=%s, limit %d per %d s", cfg.Model, app.Store, app.Limit, app.Window/time.Second)
@@ -177,6 +178,9 @@ func banner(cfg harness.Config, url string) string {
 	}
 	if app.Store == "file" {
 		fmt.Fprintf(&b, ", state in %s", app.Dir)
+		if scratch {
+			b.WriteString(" (removed when serve stops)")
+		}
 	}
 	if cfg.Model == harness.CGI {
 		fmt.Fprintf(&b, "; at most %d programs at once (-cgi-procs)", cfg.CGIProcs)

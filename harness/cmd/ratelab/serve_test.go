@@ -357,3 +357,46 @@ func TestServesHintReachesWhatItSays(t *testing.T) {
 		})
 	}
 }
+
+// serve's state directory, when it makes its own (no -dir), is removed
+// when it stops, and its banner says so; a -dir given is the user's, kept,
+// and the banner says nothing of removing it.
+func TestServeSaysWhichStateDirectoryItRemoves(t *testing.T) {
+	given := filepath.Join(t.TempDir(), "state")
+	require.NoError(t, os.Mkdir(given, 0o700))
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		removed bool
+	}{
+		{"its own", nil, true},
+		{"given", []string{"-dir", given}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			exe, err := os.Executable()
+			require.NoError(t, err)
+			cmd := exec.Command(exe, append([]string{"serve", "-model", "single", "-store", "file", "-addr", "127.0.0.1:0"}, tc.args...)...)
+			cmd.Env = append(os.Environ(), envRunCLI+"=1", "TMPDIR="+t.TempDir())
+			stderr, err := cmd.StderrPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			out := bufio.NewReader(stderr)
+			line, err := out.ReadString('\n') // the banner's first line
+			require.NoError(t, err)
+			dir, note, _ := strings.Cut(line[strings.Index(line, "state in ")+len("state in "):], " ")
+			dir = strings.TrimSuffix(strings.TrimSpace(dir), ";")
+			assert.Equal(t, tc.removed, strings.Contains(note, "(removed when serve stops)"), "banner %q", line)
+			assert.DirExists(t, dir, "while serve runs")
+
+			require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+			io.Copy(io.Discard, out) // to its end: serve and its processes have exited
+			require.NoError(t, cmd.Wait())
+			if tc.removed {
+				assert.NoDirExists(t, dir, "after serve stopped, as its banner says")
+			} else {
+				assert.DirExists(t, dir, "after serve stopped: the directory given is the user's")
+			}
+		})
+	}
+}
