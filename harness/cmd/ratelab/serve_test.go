@@ -384,7 +384,9 @@ func TestServeSaysWhichStateDirectoryItRemoves(t *testing.T) {
 			out := bufio.NewReader(stderr)
 			line, err := out.ReadString('\n') // the banner's first line
 			require.NoError(t, err)
-			dir, note, _ := strings.Cut(line[strings.Index(line, "state in ")+len("state in "):], " ")
+			_, named, ok := strings.Cut(line, "state in ")
+			require.True(t, ok, "banner %q names no state directory", line)
+			dir, note, _ := strings.Cut(named, " ")
 			dir = strings.TrimSuffix(strings.TrimSpace(dir), ";")
 			assert.Equal(t, tc.removed, strings.Contains(note, "(removed when serve stops)"), "banner %q", line)
 			assert.DirExists(t, dir, "while serve runs")
