@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/ratelab/ratelab/internal/choices"
 )
 
-// ErrUnavailable is wrapped by the errors of a store that cannot record a
-// hit and is configured to fail closed.
+// ErrUnavailable is wrapped by the errors of a store that cannot reach
+// the state of a hit: the state directory is gone, the disk is full,
+// Redis or the database is down. [WithFailPolicy] decides such hits.
 var ErrUnavailable = errors.New("ratelab: rate-limit state unavailable")
 
 // ErrBusy is wrapped by the errors of a shared store that did not take
@@ -19,27 +22,26 @@ var ErrUnavailable = errors.New("ratelab: rate-limit state unavailable")
 // whatever it was waiting on; a state file's lock was not free within the
 // file store's lock wait. A client cannot tell a store too busy to answer
 // from one whose server or lock holder hangs, and sending fast makes the
-// first: that is load, not an outage. A store refuses the hit under
-// FailOpen as under FailClosed (Failer.Busy), so that no client opens the
-// door by sending fast; FailLocal decides it in the process. It wraps
-// ErrUnavailable.
+// first: that is load, not an outage, and WithFailPolicy refuses such a
+// hit under FailOpen as under FailClosed, so that no client opens the door
+// by sending fast. It wraps ErrUnavailable.
 var ErrBusy = fmt.Errorf("%w: too busy to count the hit in time", ErrUnavailable)
 
-// FailPolicy says what a store does when it cannot record a hit (the state
-// directory is gone, the disk is full, Redis or the database is down).
-// Load is not such a case: a store waits its turn for a busy server or a
-// held lock within its timeout, and refuses a hit it could not take in
-// time (ErrBusy).
+// FailPolicy says what [WithFailPolicy] does with a hit its store could
+// not record (an error wrapping ErrUnavailable). Load is not such a case:
+// a store waits its turn for a busy server or a held lock within its
+// timeout, and a hit it could not take in time (ErrBusy) is refused under
+// every policy but FailLocal.
 //
 // Fail-open lets the request through uncounted: right for an abuse brake
 // with other backstops, such as the original's "don't create too many
 // demos". Fail-closed refuses to decide, and the middleware answers 503:
 // right for a security boundary such as login throttling. Fail-local
-// decides with an in-memory limiter of the same rule in this process
-// alone — the lesson's broken store as a bounded fallback: a pool of K
-// long-lived processes lets at most K × limit through while the shared
-// store is out, but under CGI, where every request is a new process, it is
-// no better than fail-open. The zero value is FailOpen, as in the original.
+// decides in an in-memory store of this process alone — the lesson's
+// broken store as a bounded fallback: a pool of K long-lived processes
+// lets at most K × limit through while the shared store is out, but under
+// CGI, where every request is a new process, it is no better than
+// fail-open. The zero value is FailOpen, as in the original.
 type FailPolicy int
 
 const (
@@ -47,6 +49,9 @@ const (
 	FailClosed
 	FailLocal
 )
+
+// FailPolicies lists every policy, in the order the documentation uses.
+func FailPolicies() []FailPolicy { return []FailPolicy{FailOpen, FailClosed, FailLocal} }
 
 // String returns "open", "closed" or "local".
 func (p FailPolicy) String() string {
@@ -61,111 +66,98 @@ func (p FailPolicy) String() string {
 	return fmt.Sprintf("FailPolicy(%d)", int(p))
 }
 
-// ParseFailPolicy parses "open", "closed" or "local".
+// ParseFailPolicy parses a policy's String.
 func ParseFailPolicy(s string) (FailPolicy, error) {
-	for _, p := range []FailPolicy{FailOpen, FailClosed, FailLocal} {
+	for _, p := range FailPolicies() {
 		if p.String() == s {
 			return p, nil
 		}
 	}
-	return 0, fmt.Errorf("ratelab: unknown fail policy %q: use open, closed or local", s)
+	return 0, fmt.Errorf("ratelab: unknown fail policy %q: use %s", s, choices.Or(FailPolicies()))
 }
 
-// Failer applies a store's fail policy to the hits the store could not
-// record. A store makes one with NewFailer and keeps it; a Failer is safe
-// for concurrent use.
-type Failer struct {
+// failSafe is the Store WithFailPolicy returns.
+type failSafe struct {
+	store  Store
 	policy FailPolicy
-	pkg    string
-	log    *slog.Logger
 	local  Store
+	log    *slog.Logger
 }
 
-// NewFailer returns the Failer of the store named pkg (its package name,
-// for errors and log lines), logging to log. local is the in-process store
-// FailLocal decides with; it is required for FailLocal and ignored
-// otherwise.
-func NewFailer(p FailPolicy, pkg string, log *slog.Logger, local Store) (*Failer, error) {
+// WithFailPolicy returns a Store that takes every hit in s and decides by
+// p the hits s cannot record: those whose error wraps ErrUnavailable.
+// Other errors — a conflict between two rules, a context that ended — are
+// returned as they are, under every policy. local is the in-process store
+// FailLocal decides in (the lesson's broken_inmemory, bounded), required
+// for FailLocal and ignored otherwise; log receives one line for each hit
+// the policy decides (nil: slog.Default()). A store without a policy
+// fails closed, without the log line: it returns its error.
+func WithFailPolicy(s Store, p FailPolicy, local Store, log *slog.Logger) (Store, error) {
 	switch {
+	case s == nil:
+		return nil, errors.New("ratelab: WithFailPolicy needs a store")
 	case p != FailOpen && p != FailClosed && p != FailLocal:
-		return nil, fmt.Errorf("%s: unknown fail policy %v", pkg, p)
+		return nil, fmt.Errorf("ratelab: unknown fail policy %v", p)
 	case p == FailLocal && local == nil:
-		return nil, fmt.Errorf("%s: fail policy local needs an in-process store", pkg)
+		return nil, errors.New("ratelab: fail policy local needs an in-process store")
 	case p != FailLocal:
 		local = nil
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Failer{policy: p, pkg: pkg, log: log, local: local}, nil
+	return &failSafe{store: s, policy: p, local: local, log: log}, nil
 }
-
-// Policy returns the policy f applies.
-func (f *Failer) Policy() FailPolicy { return f.policy }
 
 // !+fail
 
-// Fail applies the policy to a hit of key under r at now that the store
-// could not record, for cause. It logs one line naming the store, the
-// place (where: a file path, a key) and the cause — under fail-open as a
-// hit not counted, or as one counted or not if the cause has a method
-// MaybeCounted that reports true (a request sent whose answer was lost).
-// Fail-open returns an allowed decision with NotCounted set and no state
-// (Decision.Uncounted); fail-closed returns an error wrapping
-// ErrUnavailable;
-// fail-local returns the in-process store's decision, with Local and
-// NotCounted set. If ctx has ended, the caller gave up: Fail returns ctx's
-// error under every policy, since nobody waits for the answer. r is the
-// rule as the store admitted it (algorithm.Rules.Admit): normalized.
-func (f *Failer) Fail(ctx context.Context, where slog.Attr, r Rule, key string, now time.Time, cause error) (Decision, error) {
-	if err := gaveUp(ctx); err != nil {
-		return Decision{}, fmt.Errorf("%s: %w", f.pkg, err)
+// TakeAt takes the hit in the store and applies the policy when the store
+// could not record it. If ctx has ended, the caller gave up: ctx's error is
+// returned under every policy, since nobody waits for the answer.
+func (f *failSafe) TakeAt(ctx context.Context, r Rule, key string, now time.Time) (Decision, error) {
+	d, err := f.store.TakeAt(ctx, r, key, now)
+	if err == nil || !errors.Is(err, ErrUnavailable) {
+		return d, err
 	}
-	switch f.policy {
-	case FailClosed:
-		f.log.Error(f.pkg+": hit refused (fail-closed): rate-limit state unavailable", where, "rule", r.Name, "err", cause)
-		return Decision{}, fmt.Errorf("%s: %w: %w", f.pkg, ErrUnavailable, cause)
-	case FailLocal:
-		d, err := f.local.TakeAt(ctx, r, key, now)
-		if err != nil {
-			return Decision{}, fmt.Errorf("%s: fail-local: %w", f.pkg, err)
+	if ended := gaveUp(ctx); ended != nil {
+		return Decision{}, fmt.Errorf("ratelab: %w (%v)", ended, err)
+	}
+	var decided interface{ Decided() Decision }
+	switch {
+	case f.policy != FailLocal && errors.Is(err, ErrBusy):
+		f.log.Error("ratelab: hit refused: not taken in time (load is not an outage)", "rule", r.Name, "err", err)
+		return Decision{}, err
+	case f.policy == FailClosed:
+		f.log.Error("ratelab: hit refused (fail-closed)", "rule", r.Name, "err", err)
+		return Decision{}, err
+	case errors.As(err, &decided):
+		f.log.Warn("ratelab: hit decided on a count the store could not confirm", "rule", r.Name, "err", err)
+		return decided.Decided(), nil
+	case f.policy == FailLocal:
+		d, lerr := f.local.TakeAt(ctx, r, key, now)
+		if lerr != nil {
+			return Decision{}, fmt.Errorf("ratelab: fail-local: %w", lerr)
 		}
-		f.log.Warn(f.pkg+": hit decided by this process alone (fail-local): rate-limit state unavailable", where,
-			"rule", r.Name, "allowed", d.Allowed, "err", cause)
-		d.Local, d.NotCounted = true, cause
+		f.log.Warn("ratelab: hit decided by this process alone (fail-local)", "rule", r.Name, "allowed", d.Allowed, "err", err)
+		d.Source, d.Cause = Local, err
 		return d, nil
+	case maybeCounted(err):
+		f.log.Warn("ratelab: hit let through, counted or not (fail-open): the store's answer was lost", "rule", r.Name, "err", err)
+	default:
+		f.log.Warn("ratelab: hit not counted (fail-open)", "rule", r.Name, "err", err)
 	}
-	msg := ": hit not counted (fail-open): rate-limit state unavailable"
-	if maybeCounted(cause) {
-		msg = ": hit let through, counted or not (fail-open): the store's answer was lost"
-	}
-	f.log.Warn(f.pkg+msg, where, "rule", r.Name, "err", cause)
-	return Decision{Rule: r, Allowed: true, NotCounted: cause}, nil // no state to report: see Decision.Uncounted
+	return Decision{Rule: r, Allowed: true, Source: Uncounted, Cause: err}, nil
 }
 
-// maybeCounted reports whether cause says the hit may have been counted
+// maybeCounted reports whether err says the hit may have been counted
 // all the same — the store's request went out and its answer was lost —
 // by a method MaybeCounted that reports true.
-func maybeCounted(cause error) bool {
+func maybeCounted(err error) bool {
 	var m interface{ MaybeCounted() bool }
-	return errors.As(cause, &m) && m.MaybeCounted()
+	return errors.As(err, &m) && m.MaybeCounted()
 }
 
 // !-fail
-
-// Busy applies the rule for load to a hit the store did not take in time,
-// for cause: a database server too busy to answer, a file's lock not free
-// within the lock wait. Fail-open refuses it as fail-closed does, with an
-// error wrapping ErrBusy, so that no client opens the door by sending
-// fast; fail-local decides it in this process, as Fail does; if ctx has
-// ended, Busy returns ctx's error, as Fail does.
-func (f *Failer) Busy(ctx context.Context, where slog.Attr, r Rule, key string, now time.Time, cause error) (Decision, error) {
-	if f.policy == FailLocal || gaveUp(ctx) != nil {
-		return f.Fail(ctx, where, r, key, now, cause)
-	}
-	f.log.Error(f.pkg+": hit refused: not taken in time (load is not an outage)", where, "rule", r.Name, "err", cause)
-	return Decision{}, fmt.Errorf("%s: %w: %w", f.pkg, ErrBusy, cause)
-}
 
 // gaveUp is ctx's error if it has ended, or context.DeadlineExceeded once
 // its deadline has passed: a network deadline taken from ctx can fire just

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ratelab/ratelab/internal/corelines"
 )
 
 // Imports point down, and what a program links is what it needs: a
@@ -24,10 +26,6 @@ func TestWhatPackagesLink(t *testing.T) {
 		{"./fixed_filestore", "net/http"},
 		{"./redis_store", "net/http"},
 		{"./harness/cmd/ratelab", "testing"},
-		// Nothing under internal/ imports a lesson: imports point down.
-		{"./internal/...", "github.com/ratelab/ratelab/race_tests"},
-		{"./internal/...", "github.com/ratelab/ratelab/window_boundary"},
-		{"./internal/...", "github.com/ratelab/ratelab/harness"},
 		// The stores import the contract and the steps, never a lesson.
 		{"./fixed_filestore", "github.com/ratelab/ratelab/harness"},
 		{"./redis_store", "github.com/ratelab/ratelab/harness"},
@@ -50,21 +48,54 @@ func TestWhatPackagesLink(t *testing.T) {
 // layers orders the module's packages from the bottom up, by the folder
 // they live in (the longest prefix that matches names a package's layer).
 // A package may import its own layer and the layers below it, never one
-// above: internal/ holds what the stores build on, internal/lab what
-// drives whole stores (private servers, loads, benchmarks, the stores'
-// shared tests). Test files may reach up — a store's tests use
-// internal/lab/storetest — so only the packages' own imports are held.
+// above. internal/ holds leaf helpers, which import nothing of the module
+// but each other; the core of the lesson comes next (see core), then the
+// stores that need a server, lab/ — what drives whole stores: private
+// servers, loads, benchmarks, the stores' shared tests — and the advanced
+// lessons, which plug their stores into the harness (harness.Register).
+// Test files may reach up — a store's tests use lab/storetest — so only
+// the packages' own imports are held.
 var layers = [][]string{
-	{"internal/barchart", "internal/childproc", "internal/claim", "internal/crosscheck", "internal/floor", "internal/freeport",
-		"internal/hostport", "internal/poll", "internal/redact", "internal/seqchart", "internal/syncbuf", "internal/weave"},
+	{"internal"},
 	{"", "algorithm"}, // the contract, and the algorithms' pure steps
-	{"broken_inmemory"},
-	{"internal/sqlstore"},
-	{"fixed_filestore", "redis_store", "mysql_store", "postgres_store", "httplimit"},
-	{"internal/lab"},
-	{"race_tests", "window_boundary", "database_lock", "beyond_one_host", "linearizability"},
-	{"harness", "docs"},
-	{"harness/cmd"},
+	{"broken_inmemory", "httplimit"},
+	{"fixed_filestore"},
+	{"harness", "window_boundary"},
+	{"redis_store", "sql_store"},
+	{"mysql_store", "postgres_store"},
+	{"lab"},
+	{"race_tests", "database_lock", "beyond_one_host", "linearizability"},
+	{"harness/cmd", "docs"},
+}
+
+// advanced is what the core must never link: the stores that need a
+// server, their drivers, the checker and the lab.
+var advanced = []string{"github.com/redis/", "github.com/jackc/", "github.com/go-sql-driver/", "github.com/anishathalye/porcupine",
+	module + "/lab/", module + "/redis_store", module + "/sql_store", module + "/mysql_store", module + "/postgres_store",
+	module + "/linearizability", module + "/beyond_one_host", module + "/database_lock", module + "/race_tests"}
+
+const module = corelines.Module
+
+// TestTheCoreLinksNothingAdvanced holds the core of the lesson
+// (corelines.Core) to the lesson: the advanced material depends on it,
+// never the reverse.
+func TestTheCoreLinksNothingAdvanced(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("the go command is not on PATH")
+	}
+	for _, pkg := range corelines.Core {
+		out, err := exec.Command("go", "list", "-deps", "./"+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, a := range advanced {
+				if strings.HasPrefix(dep, a) {
+					t.Errorf("the core's %s links %s", pkg, dep)
+				}
+			}
+		}
+	}
 }
 
 // layerOf returns the layer of the package at rel, the path below the
@@ -88,7 +119,6 @@ func TestImportsPointDown(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("the go command is not on PATH")
 	}
-	const module = "github.com/ratelab/ratelab"
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
@@ -106,8 +136,12 @@ func TestImportsPointDown(t *testing.T) {
 			if imp != module && !strings.HasPrefix(imp, module+"/") {
 				continue
 			}
-			if to := layerOf(rel(imp)); to > from {
+			to := layerOf(rel(imp))
+			switch {
+			case to > from:
 				t.Errorf("%q (layer %d) imports %q (layer %d): imports point down", pkg, from, rel(imp), to)
+			case from == 0 && to != 0:
+				t.Errorf("%q imports %q: internal/ holds leaf helpers", pkg, rel(imp))
 			}
 		}
 	}

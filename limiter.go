@@ -27,7 +27,8 @@ type Limiter struct {
 }
 
 // NewLimiter returns a Limiter enforcing rules, at least one, each valid
-// and no two with the same name.
+// and no two with the same name. It checks each rule here, once (Rule.Check):
+// its stores trust them.
 func NewLimiter(store Store, rules ...Rule) (*Limiter, error) {
 	if store == nil {
 		return nil, errors.New("ratelab: NewLimiter needs a store")
@@ -38,14 +39,15 @@ func NewLimiter(store Store, rules ...Rule) (*Limiter, error) {
 	l := &Limiter{store: store}
 	seen := map[string]bool{}
 	for _, r := range rules {
-		if err := r.Validate(); err != nil {
+		r, err := r.Check()
+		if err != nil {
 			return nil, err
 		}
 		if seen[r.Name] {
 			return nil, fmt.Errorf("ratelab: two rules named %q: each rule of a limiter needs its own name", r.Name)
 		}
 		seen[r.Name] = true
-		l.rules = append(l.rules, r.Normalized())
+		l.rules = append(l.rules, r)
 	}
 	return l, nil
 }
@@ -61,25 +63,30 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
 // !+allowat
 
 // AllowAt takes one hit of key at now under every rule and returns the
-// most restrictive decision. An error means a store could not decide (it
-// wraps [ErrUnavailable] for a fail-closed store); the caller should then
-// refuse the request. Rules taken before the error keep their count.
+// most restrictive decision. An error means now is out of bounds
+// (CheckInstant) or a store could not decide (it wraps [ErrUnavailable]
+// for a store without a policy, or one that fails closed); the caller
+// should then refuse the request. Rules taken before the error keep their
+// count. The decision's Source is the least trustworthy of the rules'
+// (Uncounted over Local over Shared), and its Cause joins theirs.
 func (l *Limiter) AllowAt(ctx context.Context, key string, now time.Time) (Decision, error) {
+	if err := CheckInstant(now); err != nil {
+		return Decision{}, err
+	}
 	var out Decision
-	var notCounted []error
+	var causes []error
+	source := Shared
 	for i, r := range l.rules {
 		d, err := l.store.TakeAt(ctx, r, key, now)
 		if err != nil {
 			return Decision{}, err
 		}
-		if d.NotCounted != nil {
-			notCounted = append(notCounted, d.NotCounted)
-		}
+		source, causes = max(source, d.Source), append(causes, d.Cause)
 		if i == 0 || stricter(d, out) {
 			out = d
 		}
 	}
-	out.NotCounted = errors.Join(notCounted...)
+	out.Source, out.Cause = source, errors.Join(causes...)
 	return out, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"time"
 )
 
@@ -18,9 +19,14 @@ import (
 // A store never moves a state's time backwards: a hit stamped earlier than
 // the state it lands in counts in that state.
 //
-// An error means the store could not decide: the rule or instant is
-// invalid, ctx ended, a fail-closed store's state is unreachable (wrapping
-// [ErrUnavailable]) or the state belongs to another rule of the same name
+// A store trusts its caller, as golang.org/x/time/rate's Limiter trusts
+// its limit: r is checked and normalized ([Rule.Check]) and now lies
+// within [CheckInstant]'s bounds. A [Limiter] checks its rules once, when
+// it is made, and each instant before it passes it on.
+//
+// An error means the store could not decide: ctx ended, the state is
+// unreachable (wrapping [ErrUnavailable], which [WithFailPolicy] decides
+// by a policy) or the state belongs to another rule of the same name
 // (wrapping [ErrRuleConflict]).
 type Store interface {
 	TakeAt(ctx context.Context, r Rule, key string, now time.Time) (Decision, error)
@@ -35,7 +41,7 @@ type Decision struct {
 	Allowed bool
 	// Remaining is how many more hits the rule allows right now, never
 	// below zero. It, RetryAfter and ResetAfter are zero for a hit let
-	// through uncounted (Uncounted): nothing is known of the key's state.
+	// through Uncounted: nothing is known of the key's state.
 	Remaining int64
 	// RetryAfter is, for a refused hit, how long until one more hit would
 	// be allowed if none came first; 0 for an allowed hit.
@@ -43,24 +49,42 @@ type Decision struct {
 	// ResetAfter is how long until the key is back to its full allowance
 	// if no hit comes first; never negative.
 	ResetAfter time.Duration
-	// NotCounted is non-nil when the store could not confirm that it
-	// recorded this hit in its shared state, and says why: under FailOpen
-	// the hit is let through, under FailLocal it was decided by the
-	// process alone (Local). A hit whose answer was lost after it was
-	// sent — a timeout, a reset connection — may have been counted all the
-	// same, as a Redis script runs once it arrives: the shared count errs
-	// toward more hits, never fewer.
-	NotCounted error
-	// Local reports a decision made under FailLocal by the process's own
-	// in-memory limiter, because the shared store could not answer: it
-	// counts this process's hits only.
-	Local bool
+	// Source says what decided the hit: the shared store, or, when it
+	// could not answer, the fail policy.
+	Source Source
+	// Cause is why the shared store did not decide (Source is not
+	// Shared): its error.
+	Cause error
 }
 
-// Uncounted reports whether d let a hit through that no count holds — a
-// fail-open pass, whose Remaining and waits say nothing of the key's
-// state. A fail-local decision (Local) is counted, in the process.
-func (d Decision) Uncounted() bool { return d.NotCounted != nil && !d.Local }
+// Source says what decided a hit.
+type Source int
+
+const (
+	// Shared: the store decided on its shared state, which counts the hit.
+	Shared Source = iota
+	// Local: the store could not answer, and FailLocal decided in this
+	// process's own memory, which counts this process's hits only.
+	Local
+	// Uncounted: the store could not answer, and FailOpen let the hit
+	// through. No count is known to hold it — unless the store's answer
+	// was lost after the hit reached it (a Redis script runs once it
+	// arrives): the shared count errs toward more hits, never fewer.
+	Uncounted
+)
+
+// String returns "shared", "local" or "uncounted".
+func (s Source) String() string {
+	switch s {
+	case Shared:
+		return "shared"
+	case Local:
+		return "local"
+	case Uncounted:
+		return "uncounted"
+	}
+	return fmt.Sprintf("Source(%d)", int(s))
+}
 
 // KeyDigest is how every persistent store names a state: the hex SHA-256
 // of the state key ([Rule.StateKey]). Whatever a key holds — an address, a
@@ -70,15 +94,6 @@ func (d Decision) Uncounted() bool { return d.NotCounted != nil && !d.Local }
 func KeyDigest(stateKey string) string {
 	sum := sha256.Sum256([]byte(stateKey))
 	return hex.EncodeToString(sum[:])
-}
-
-// CheckHit reports whether a hit of r at now can be taken at all: the rule
-// is valid and the instant within bounds. Every store calls it first.
-func CheckHit(r Rule, now time.Time) error {
-	if err := r.Validate(); err != nil {
-		return err
-	}
-	return CheckInstant(now)
 }
 
 // Resetter is a store that can forget the state of one key under one

@@ -14,12 +14,12 @@ import (
 
 	"github.com/ratelab/ratelab"
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
-	"github.com/ratelab/ratelab/internal/lab/storetest"
+	"github.com/ratelab/ratelab/lab/storetest"
 )
 
 var t0 = time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)
 
-var original = ratelab.Rule{Name: "demo-start", Limit: 30, Window: time.Hour}
+var original = storetest.Checked(ratelab.Rule{Name: "demo-start", Limit: 30, Window: time.Hour})
 
 func TestRuleValidate(t *testing.T) {
 	tests := []struct {
@@ -145,17 +145,26 @@ func TestCompoundRules(t *testing.T) {
 
 func TestLimiterPassesFailOpenAndErrorsThrough(t *testing.T) {
 	cause := errors.New("disk gone")
-	l, err := ratelab.NewLimiter(storetest.Stub{D: ratelab.Decision{Allowed: true, Remaining: 29, NotCounted: cause}}, original)
+	l, err := ratelab.NewLimiter(storetest.Stub{D: ratelab.Decision{Allowed: true, Source: ratelab.Uncounted, Cause: cause}}, original)
 	require.NoError(t, err)
 	d, err := l.Allow(context.Background(), "k")
 	require.NoError(t, err)
-	assert.ErrorIs(t, d.NotCounted, cause)
+	assert.Equal(t, ratelab.Uncounted, d.Source)
+	assert.ErrorIs(t, d.Cause, cause)
 	assert.True(t, d.Allowed)
 
 	l, err = ratelab.NewLimiter(storetest.Stub{Err: fmt.Errorf("x: %w", ratelab.ErrUnavailable)}, original)
 	require.NoError(t, err)
 	_, err = l.Allow(context.Background(), "k")
 	assert.ErrorIs(t, err, ratelab.ErrUnavailable)
+}
+
+// guarded is a store that cannot reach its state (err), behind policy p.
+func guarded(t *testing.T, p ratelab.FailPolicy, err error, log *slog.Logger) ratelab.Store {
+	t.Helper()
+	s, werr := ratelab.WithFailPolicy(storetest.Stub{Err: err}, p, &brokeninmemory.Store{}, log)
+	require.NoError(t, werr)
+	return s
 }
 
 func TestFailPolicy(t *testing.T) {
@@ -170,47 +179,57 @@ func TestFailPolicy(t *testing.T) {
 	}
 	_, err := ratelab.ParseFailPolicy("maybe")
 	assert.ErrorContains(t, err, "use open, closed or local")
-	_, err = ratelab.NewFailer(ratelab.FailLocal, "x", nil, nil)
+	_, err = ratelab.WithFailPolicy(new(brokeninmemory.Store), ratelab.FailLocal, nil, nil)
 	assert.ErrorContains(t, err, "needs an in-process store")
-	_, err = ratelab.NewFailer(ratelab.FailPolicy(7), "x", nil, nil)
+	_, err = ratelab.WithFailPolicy(new(brokeninmemory.Store), ratelab.FailPolicy(7), nil, nil)
 	assert.ErrorContains(t, err, "unknown fail policy")
 
-	failer := func(p ratelab.FailPolicy) *ratelab.Failer {
-		f, err := brokeninmemory.NewFailer(p, "x", newDiscardLogger())
-		require.NoError(t, err)
-		return f
-	}
-	now, gone := time.Unix(1_780_000_000, 0), errors.New("gone")
-	d, err := failer(ratelab.FailOpen).Fail(context.Background(), stringAttr(), original, "k", now, gone)
+	now, gone := time.Unix(1_780_000_000, 0), fmt.Errorf("x: %w: gone", ratelab.ErrUnavailable)
+	ctx, quiet := context.Background(), newDiscardLogger()
+	d, err := guarded(t, ratelab.FailOpen, gone, quiet).TakeAt(ctx, original, "k", now)
 	require.NoError(t, err)
-	assert.True(t, d.Allowed)
 	// No state is made up for it: it said 29 remaining, as a fresh window's first hit.
-	assert.True(t, d.Uncounted())
-	assert.Equal(t, ratelab.Decision{Rule: d.Rule, Allowed: true, NotCounted: d.NotCounted}, d)
-	assert.ErrorIs(t, d.NotCounted, gone)
-	_, err = failer(ratelab.FailClosed).Fail(context.Background(), stringAttr(), original, "k", now, gone)
+	assert.Equal(t, ratelab.Decision{Rule: original, Allowed: true, Source: ratelab.Uncounted, Cause: gone}, d)
+	_, err = guarded(t, ratelab.FailClosed, gone, quiet).TakeAt(ctx, original, "k", now)
 	assert.ErrorIs(t, err, ratelab.ErrUnavailable)
 
 	// Fail-local counts in this process: the 31st hit of one key is refused,
 	// another key has its own count.
-	local := failer(ratelab.FailLocal)
+	local := guarded(t, ratelab.FailLocal, gone, quiet)
 	for i := 1; i <= 31; i++ {
-		d, err := local.Fail(context.Background(), stringAttr(), original, "k", now, gone)
+		d, err := local.TakeAt(ctx, original, "k", now)
 		require.NoError(t, err)
 		assert.Equal(t, i <= 30, d.Allowed, "hit %d", i)
-		assert.True(t, d.Local, "hit %d", i)
-		assert.False(t, d.Uncounted(), "hit %d: counted, in the process", i)
-		assert.ErrorIs(t, d.NotCounted, gone, "hit %d", i)
+		assert.Equal(t, ratelab.Local, d.Source, "hit %d: counted, in the process", i)
+		assert.ErrorIs(t, d.Cause, gone, "hit %d", i)
 	}
-	d, err = local.Fail(context.Background(), stringAttr(), original, "other", now, gone)
+	d, err = local.TakeAt(ctx, original, "other", now)
 	require.NoError(t, err)
 	assert.True(t, d.Allowed)
 	assert.Equal(t, time.Hour, d.RetryAfter+d.ResetAfter)
 
-	ctx, cancel := context.WithCancel(context.Background())
+	// Load is not an outage: a busy store's hit is refused under fail-open
+	// as under fail-closed, and decided in the process under fail-local.
+	busy := fmt.Errorf("x: %w: lock wait out of time", ratelab.ErrBusy)
+	for _, p := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed} {
+		_, err := guarded(t, p, busy, quiet).TakeAt(ctx, original, "k", now)
+		assert.ErrorIs(t, err, ratelab.ErrBusy, "policy %v", p)
+	}
+	d, err = guarded(t, ratelab.FailLocal, busy, quiet).TakeAt(ctx, original, "k", now)
+	require.NoError(t, err)
+	assert.Equal(t, ratelab.Local, d.Source)
+
+	// Errors that are not about reaching the state pass under every policy.
+	conflict := fmt.Errorf("x: %w", ratelab.ErrRuleConflict)
+	for _, p := range ratelab.FailPolicies() {
+		_, err := guarded(t, p, conflict, quiet).TakeAt(ctx, original, "k", now)
+		assert.ErrorIs(t, err, ratelab.ErrRuleConflict, "policy %v", p)
+	}
+
+	ended, cancel := context.WithCancel(context.Background())
 	cancel()
-	for _, p := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed, ratelab.FailLocal} {
-		_, err := failer(p).Fail(ctx, stringAttr(), original, "k", now, gone)
+	for _, p := range ratelab.FailPolicies() {
+		_, err := guarded(t, p, gone, quiet).TakeAt(ended, original, "k", now)
 		assert.ErrorIs(t, err, context.Canceled, "policy %v: the caller gave up", p)
 	}
 }
@@ -228,17 +247,39 @@ func TestFailOpenSaysWhetherTheHitMayHaveBeenCounted(t *testing.T) {
 		cause     error
 		want, not string
 	}{
-		{errors.New("connection refused"), "x: hit not counted (fail-open)", "counted or not"},
-		{fmt.Errorf("hit: %w", maybeCountedError{errors.New("EOF")}), "x: hit let through, counted or not (fail-open)", "not counted"},
+		{fmt.Errorf("x: %w: connection refused", ratelab.ErrUnavailable), "hit not counted (fail-open)", "counted or not"},
+		{fmt.Errorf("x: %w: %w", ratelab.ErrUnavailable, maybeCountedError{errors.New("EOF")}), "hit let through, counted or not (fail-open)", "not counted"},
 	} {
 		var logged bytes.Buffer
-		f, err := brokeninmemory.NewFailer(ratelab.FailOpen, "x", slog.New(slog.NewTextHandler(&logged, nil)))
+		d, err := guarded(t, ratelab.FailOpen, tt.cause, slog.New(slog.NewTextHandler(&logged, nil))).
+			TakeAt(context.Background(), original, "k", time.Unix(1_780_000_000, 0))
 		require.NoError(t, err)
-		d, err := f.Fail(context.Background(), stringAttr(), original, "k", time.Unix(1_780_000_000, 0), tt.cause)
-		require.NoError(t, err)
-		assert.True(t, d.Uncounted())
+		assert.Equal(t, ratelab.Uncounted, d.Source)
 		assert.Contains(t, logged.String(), tt.want)
 		assert.NotContains(t, logged.String(), tt.not)
+	}
+}
+
+// decidedError is the error of a hit the store counted but could not
+// confirm, carrying its decision (a method Decided).
+type decidedError struct{ d ratelab.Decision }
+
+func (e decidedError) Error() string             { return "counted, not confirmed" }
+func (e decidedError) Unwrap() error             { return ratelab.ErrUnavailable }
+func (e decidedError) Decided() ratelab.Decision { return e.d }
+
+// A hit the store counted and could not confirm is refused under
+// fail-closed, and its decision returned under fail-open and fail-local.
+func TestAnUnconfirmedHitIsDecidedOnItsCount(t *testing.T) {
+	want := ratelab.Decision{Rule: original, Allowed: false, RetryAfter: time.Minute, ResetAfter: time.Minute}
+	for _, p := range ratelab.FailPolicies() {
+		d, err := guarded(t, p, decidedError{want}, newDiscardLogger()).TakeAt(context.Background(), original, "k", time.Unix(1_780_000_000, 0))
+		if p == ratelab.FailClosed {
+			assert.ErrorIs(t, err, ratelab.ErrUnavailable)
+			continue
+		}
+		require.NoError(t, err, "policy %v", p)
+		assert.Equal(t, want, d, "policy %v", p)
 	}
 }
 
@@ -262,5 +303,3 @@ func TestKeyDigest(t *testing.T) {
 }
 
 func newDiscardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
-
-func stringAttr() slog.Attr { return slog.String("path", "/nowhere") }

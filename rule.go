@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/ratelab/ratelab/internal/choices"
 )
 
 // Algorithm names the rule a store applies to a key's hits.
@@ -44,8 +46,11 @@ func ParseAlgorithm(s string) (Algorithm, error) {
 			return a, nil
 		}
 	}
-	return "", fmt.Errorf("ratelab: unknown algorithm %q: use fixed, sliding, log or gcra", s)
+	return "", fmt.Errorf("ratelab: unknown algorithm %q: use %s", s, choices.Or(Algorithms()))
 }
+
+// String returns the algorithm's name: "fixed", "sliding", "log" or "gcra".
+func (a Algorithm) String() string { return string(a) }
 
 // Bounds on a rule and on instants. They keep every step's arithmetic far
 // from overflow, in Go's int64 and in the doubles of a Redis script alike.
@@ -110,12 +115,13 @@ type Rule struct {
 
 // ParseRefusals parses "default", "count" or "ignore".
 func ParseRefusals(s string) (Refusals, error) {
-	for _, x := range []Refusals{DefaultRefusals, CountRefusals, IgnoreRefusals} {
+	all := []Refusals{DefaultRefusals, CountRefusals, IgnoreRefusals}
+	for _, x := range all {
 		if x.String() == s {
 			return x, nil
 		}
 	}
-	return 0, fmt.Errorf("ratelab: unknown refusals %q: use default, count or ignore", s)
+	return 0, fmt.Errorf("ratelab: unknown refusals %q: use %s", s, choices.Or(all))
 }
 
 // Refusals says whether a hit the rule refuses still counts against it.
@@ -188,6 +194,15 @@ func (r Rule) Normalized() Rule {
 	return r
 }
 
+// Check returns r with its defaults filled in (Normalized), or the first
+// thing wrong with it (Validate): the rule every store trusts.
+func (r Rule) Check() (Rule, error) {
+	if err := r.Validate(); err != nil {
+		return Rule{}, err
+	}
+	return r.Normalized(), nil
+}
+
 // Validate reports the first thing wrong with r, in words a user can act on.
 func (r Rule) Validate() error {
 	if err := checkName(r.Name); err != nil {
@@ -235,6 +250,12 @@ func checkName(name string) error {
 // r.Name + ":" + key. A name holds no ':', so no two (rule, key) pairs
 // share a StateKey.
 func (r Rule) StateKey(key string) string { return r.Name + ":" + key }
+
+// ErrUncheckedRule is wrapped by the error of a store given a rule that
+// was not checked (Rule.Check) — an unknown algorithm, say: a caller's
+// bug, which no fail policy decides. A Limiter checks its rules when it is
+// made; a store trusts them.
+var ErrUncheckedRule = errors.New("ratelab: a store takes a checked rule (Rule.Check), as a Limiter passes it")
 
 // ErrRuleConflict is wrapped by the errors of a hit whose state belongs to
 // another rule of the same name: one with another window, found by the

@@ -96,7 +96,7 @@ func BoundsOf(r ratelab.Rule, now time.Time) FixedBounds {
 // FixedDecision is the decision of rule r at now for a fixed window that
 // holds count hits, this one included, and ends at resetAt (Unix seconds):
 // for a store whose state step runs elsewhere, as the Redis script does.
-// r is the rule as Rules.Admit returns it.
+// r is checked (ratelab.Rule.Check).
 func FixedDecision(r ratelab.Rule, count, resetAt int64, now time.Time) ratelab.Decision {
 	d := decideFixed(r, count, resetAt, now.UnixMilli())
 	d.Rule = r

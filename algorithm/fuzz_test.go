@@ -71,7 +71,7 @@ func FuzzTake(f *testing.F) {
 		r := ratelab.Rule{Name: "f", Limit: limit, Window: time.Duration(window) * time.Second,
 			Algorithm: ratelab.Algorithms()[int(alg)%4], Burst: burst, Refusals: ratelab.Refusals(int(alg) / 4 % 3)}
 		now := time.UnixMilli(nowMs)
-		if window > int64(ratelab.MaxWindow/time.Second) || ratelab.CheckHit(r, now) != nil {
+		if window > int64(ratelab.MaxWindow/time.Second) || r.Validate() != nil || ratelab.CheckInstant(now) != nil {
 			return
 		}
 		res, err := algorithm.Take(nil, old, r.Normalized(), now)

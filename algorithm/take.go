@@ -2,8 +2,6 @@ package algorithm
 
 import (
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ratelab/ratelab"
@@ -24,10 +22,11 @@ type Result struct {
 }
 
 // Take applies one hit of r at now to old, the state's encoding (empty
-// when absent), and appends the new encoding to dst. r is the rule as
-// Rules.Admit returns it — valid and normalized — and is not checked
-// again here. An error wraps ratelab.ErrRuleConflict: old
-// belongs to another rule of the same name, and must be left untouched.
+// when absent), and appends the new encoding to dst. r is checked —
+// valid and normalized (ratelab.Rule.Check) — and is not checked again
+// here. An error wraps ratelab.ErrRuleConflict — old belongs to another
+// rule of the same name, and must be left untouched — or, for an unknown
+// algorithm, ratelab.ErrUncheckedRule.
 // A state no rule could have written — one that cannot be decoded, or
 // lies further ahead of now than any rule writes (see the package
 // documentation) — is replaced by a fresh one, on which the hit is
@@ -48,7 +47,7 @@ func Take(dst, old []byte, r ratelab.Rule, now time.Time) (Result, error) {
 	case ratelab.GCRA:
 		res, err = takeState(dst, old, r, now, DecodeGCRA)
 	default:
-		return Result{}, fmt.Errorf("algorithm: unknown algorithm %q", r.Algorithm)
+		return Result{}, fmt.Errorf("algorithm: unknown algorithm %q: %w", r.Algorithm, ratelab.ErrUncheckedRule)
 	}
 	if err != nil {
 		return Result{}, err
@@ -144,59 +143,6 @@ func MaxStateSize(r ratelab.Rule) int {
 // maxLogSize is the largest encoding of a sliding log: ratelab.MaxLogLimit
 // instants of at most 15 bytes each, comma included, and the rest.
 const maxLogSize = 64 + 16*ratelab.MaxLogLimit
-
-// Rules is where a store checks each rule once. At a rule's first hit it
-// validates the rule, fills in its defaults (Rule.Normalized) and makes
-// sure no other rule with the same name and algorithm came before, so that
-// two different rules sharing a name inside one process are reported at
-// their first hit, naming both, rather than counting into each other's
-// state; every later hit of that rule is one comparison with the rule of
-// the hit before (most applications hit one rule), or one map lookup. It
-// remembers every rule it is given, and rules come from code, not from
-// clients. The zero value is ready; it is safe for concurrent use.
-type Rules struct {
-	last   atomic.Pointer[admitted] // the rule of the latest hit admitted
-	given  sync.Map                 // ratelab.Rule as given → its *admitted
-	byName sync.Map                 // ruleID → the normalized rule first seen with that name and algorithm
-}
-
-// admitted is a rule as given and as the rest of a hit uses it.
-type admitted struct{ given, rule ratelab.Rule }
-
-type ruleID struct {
-	name string
-	alg  ratelab.Algorithm
-}
-
-// Admit is what every store does first at a hit of r at now: it checks
-// the instant (ratelab.CheckInstant) and returns r as the rest of the hit
-// uses it — checked and normalized at its first hit, looked up after. The
-// error is r's first problem (ratelab.Rule.Validate), or a
-// *ratelab.ConflictError if another rule with r's name and algorithm came
-// first.
-func (rs *Rules) Admit(r ratelab.Rule, now time.Time) (ratelab.Rule, error) {
-	if err := ratelab.CheckInstant(now); err != nil {
-		return ratelab.Rule{}, err
-	}
-	if a := rs.last.Load(); a != nil && a.given == r {
-		return a.rule, nil // a comparison: a map lookup hashes the whole rule
-	}
-	if a, ok := rs.given.Load(r); ok {
-		rs.last.Store(a.(*admitted))
-		return a.(*admitted).rule, nil
-	}
-	if err := r.Validate(); err != nil {
-		return ratelab.Rule{}, err
-	}
-	n := r.Normalized()
-	if seen, _ := rs.byName.LoadOrStore(ruleID{n.Name, n.Algorithm}, n); seen.(ratelab.Rule) != n {
-		return ratelab.Rule{}, &ratelab.ConflictError{Rule: n, Other: seen.(ratelab.Rule).String()}
-	}
-	a := &admitted{r, n}
-	rs.given.Store(r, a)
-	rs.last.Store(a)
-	return n, nil
-}
 
 // since is max(0, at − now), at and now in Unix milliseconds.
 func since(at, nowMs int64) time.Duration { return Millis(at - nowMs) }

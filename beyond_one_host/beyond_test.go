@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	beyondonehost "github.com/ratelab/ratelab/beyond_one_host"
-	"github.com/ratelab/ratelab/internal/lab/redisserver"
+	"github.com/ratelab/ratelab/lab/redisserver"
 )
 
 func TestPitfalls(t *testing.T) {

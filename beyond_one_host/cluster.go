@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab"
-	"github.com/ratelab/ratelab/internal/lab/redisserver"
+	"github.com/ratelab/ratelab/lab/redisserver"
 	"github.com/ratelab/ratelab/linearizability"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
@@ -38,7 +38,7 @@ func ClusterMoveHistory(ctx context.Context, clients, hits int, tmp string) (lin
 		return linearizability.History{}, err
 	}
 	defer cl.Stop()
-	rule := ratelab.Rule{Name: "move", Limit: int64(max(clients*(hits/4)*2, 1)), Window: time.Hour}
+	rule := ratelab.Rule{Name: "move", Limit: int64(max(clients*(hits/4)*2, 1)), Window: time.Hour}.Normalized()
 	return linearizability.RecordHere(tmp, func(rec *linearizability.Recorder) error {
 		stores, closeAll, err := clusterStores(cl.URL(), clients, rec)
 		if err != nil {
@@ -115,7 +115,7 @@ func clusterStores(url string, n int, rec *linearizability.Recorder) ([]moveClie
 			return nil, nil, err
 		}
 		conns = append(conns, c)
-		s, err := redisstore.New(c, redisstore.Options{FailPolicy: ratelab.FailClosed, Timeout: 2 * time.Second})
+		s, err := redisstore.New(c, redisstore.Options{Timeout: 2 * time.Second})
 		if err != nil {
 			closeAll()
 			return nil, nil, err

@@ -10,7 +10,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/internal/barchart"
-	"github.com/ratelab/ratelab/internal/lab/redisserver"
+	"github.com/ratelab/ratelab/lab/redisserver"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
@@ -163,7 +163,7 @@ func hits(ctx context.Context, url string, wait int, wrap func(ratelab.Store) ra
 		return 0, err
 	}
 	defer c.Close()
-	rs, err := redisstore.New(c, redisstore.Options{FailPolicy: ratelab.FailClosed, Timeout: time.Second, WaitReplicas: wait, WaitTimeout: 50 * time.Millisecond,
+	rs, err := redisstore.New(c, redisstore.Options{Timeout: time.Second, WaitReplicas: wait, WaitTimeout: 50 * time.Millisecond,
 		Logger: slog.New(slog.DiscardHandler)}) // the table reports the refusals
 	if err != nil {
 		return 0, err
@@ -172,7 +172,7 @@ func hits(ctx context.Context, url string, wait int, wrap func(ratelab.Store) ra
 	if wrap != nil {
 		s = wrap(rs)
 	}
-	rule := ratelab.Rule{Name: "failover", Limit: FailoverLimit, Window: time.Hour}
+	rule := ratelab.Rule{Name: "failover", Limit: FailoverLimit, Window: time.Hour}.Normalized()
 	now := time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)
 	allowed := 0
 	for range FailoverLimit + 1 {

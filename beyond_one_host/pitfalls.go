@@ -122,7 +122,7 @@ func scriptExpires(ctx context.Context, rdb redis.Cmdable) (Lesson, error) {
 	if err != nil {
 		return Lesson{}, err
 	}
-	rule := ratelab.Rule{Name: "demo", Limit: 30, Window: time.Hour}
+	rule := ratelab.Rule{Name: "demo", Limit: 30, Window: time.Hour}.Normalized()
 	if _, err := s.Take(ctx, rule, "pitfall"); err != nil {
 		return Lesson{}, err
 	}

@@ -24,7 +24,6 @@ package brokeninmemory
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -45,7 +44,6 @@ type Store struct {
 
 	mu     sync.Mutex
 	states map[string][]byte // state key + algorithm suffix → encoded state
-	rules  algorithm.Rules
 }
 
 // Take takes one hit of key under r now; it is TakeAt(ctx, r, key, time.Now()).
@@ -55,15 +53,11 @@ func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.D
 
 // !+take
 
-// TakeAt takes one hit of key under r at now and decides it. Its errors
-// are an invalid rule or instant, and a rule that shares its name with
-// another (ratelab.ErrRuleConflict); it never waits, so ctx is not
-// consulted.
+// TakeAt takes one hit of key under r at now and decides it; r and now
+// are trusted, as the ratelab.Store contract says. Its one error is a
+// state of another rule of the same name (ratelab.ErrRuleConflict); it
+// never waits, so ctx is not consulted.
 func (s *Store) TakeAt(_ context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
-	r, err := s.rules.Admit(r, now)
-	if err != nil {
-		return ratelab.Decision{}, err
-	}
 	id := r.StateKey(key) + algorithm.Suffix(r.Algorithm)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -82,32 +76,18 @@ func (s *Store) TakeAt(_ context.Context, r ratelab.Rule, key string, now time.T
 
 // !-take
 
-// Reset forgets the state of key under r.
+// Reset forgets the state of key under r, a checked rule.
 func (s *Store) Reset(_ context.Context, r ratelab.Rule, key string) error {
-	if err := r.Validate(); err != nil {
-		return err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.states, r.StateKey(key)+algorithm.Suffix(r.Normalized().Algorithm))
+	delete(s.states, r.StateKey(key)+algorithm.Suffix(r.Algorithm))
 	return nil
 }
 
-// FallbackKeys is how many states the in-process store of NewFailer keeps
-// at most: about 10 MB of fixed windows.
+// FallbackKeys is a bound for a Store that stands in for a shared one
+// under ratelab.FailLocal — the lesson's broken store, made a bounded
+// fallback — about 10 MB of fixed windows. It decides as the shared store
+// would for one process, so a pool of K workers lets at most K × limit
+// through per key while the shared store is out, and a CGI program, whose
+// process serves one request, no fewer than fail-open does.
 const FallbackKeys = 1 << 16
-
-// NewFailer returns the ratelab.Failer of the store named pkg for policy
-// p. Under ratelab.FailLocal its in-process store is this package's Store,
-// bounded by FallbackKeys: the lesson's broken store, made a fallback for
-// a shared store that cannot answer. It decides as the shared store would
-// for one process, so a pool of K workers lets at most K × limit through
-// per key while the shared store is out — and a CGI program, whose process
-// serves one request, no fewer than fail-open does.
-func NewFailer(p ratelab.FailPolicy, pkg string, log *slog.Logger) (*ratelab.Failer, error) {
-	var local ratelab.Store
-	if p == ratelab.FailLocal {
-		local = &Store{MaxKeys: FallbackKeys}
-	}
-	return ratelab.NewFailer(p, pkg, log, local)
-}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
-	"github.com/ratelab/ratelab/internal/lab/storetest"
+	"github.com/ratelab/ratelab/lab/storetest"
 )
 
 func TestStore(t *testing.T) {
@@ -57,7 +57,7 @@ func TestConcurrentHitsInOneProcessAreExact(t *testing.T) {
 // so each key starts over, and a key already held keeps counting.
 func TestMaxKeysForgetsEverythingWhenFull(t *testing.T) {
 	s := &brokeninmemory.Store{MaxKeys: 2}
-	r := ratelab.Rule{Name: "r", Limit: 1, Window: time.Hour}
+	r := storetest.Checked(ratelab.Rule{Name: "r", Limit: 1, Window: time.Hour})
 	now := time.Unix(1_780_000_000, 0)
 	take := func(key string) bool {
 		d, err := s.TakeAt(context.Background(), r, key, now)
@@ -72,16 +72,18 @@ func TestMaxKeysForgetsEverythingWhenFull(t *testing.T) {
 	}
 }
 
-// Fail-local's in-process store holds FallbackKeys states: a client
+// Fail-local's in-process store, bounded at FallbackKeys states: a client
 // refused there stays refused until that many other keys have been seen,
 // and then starts over — the bound fail-policy.md states.
-func TestNewFailerBoundsItsLocalStoreAtFallbackKeys(t *testing.T) {
-	f, err := brokeninmemory.NewFailer(ratelab.FailLocal, "test", slog.New(slog.DiscardHandler))
+func TestAFallbackStoreIsBoundedAtFallbackKeys(t *testing.T) {
+	gone := errors.New("gone")
+	f, err := ratelab.WithFailPolicy(storetest.Stub{Err: fmt.Errorf("x: %w: %w", ratelab.ErrUnavailable, gone)}, ratelab.FailLocal,
+		&brokeninmemory.Store{MaxKeys: brokeninmemory.FallbackKeys}, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
-	r := ratelab.Rule{Name: "r", Limit: 1, Window: time.Hour}
-	now, gone := time.Unix(1_780_000_000, 0), errors.New("gone")
+	r := storetest.Checked(ratelab.Rule{Name: "r", Limit: 1, Window: time.Hour})
+	now := time.Unix(1_780_000_000, 0)
 	allowed := func(key string) bool {
-		d, err := f.Fail(context.Background(), slog.String("k", key), r, key, now, gone)
+		d, err := f.TakeAt(context.Background(), r, key, now)
 		require.NoError(t, err)
 		return d.Allowed
 	}

@@ -12,7 +12,7 @@ import (
 	databaselock "github.com/ratelab/ratelab/database_lock"
 	"github.com/ratelab/ratelab/internal/childproc"
 	"github.com/ratelab/ratelab/internal/claim"
-	"github.com/ratelab/ratelab/internal/lab/sqlserver"
+	"github.com/ratelab/ratelab/lab/sqlserver"
 )
 
 func TestMain(m *testing.M) {

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ratelab/ratelab/internal/lab/lighttpdserver"
 	"github.com/ratelab/ratelab/internal/weave"
+	"github.com/ratelab/ratelab/lab/lighttpdserver"
 )
 
 // fenced is one fenced code block of a page: the heading of the "## "

@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ratelab/ratelab/internal/lab/redisserver"
-	"github.com/ratelab/ratelab/internal/lab/sqlserver"
 	"github.com/ratelab/ratelab/internal/weave"
+	"github.com/ratelab/ratelab/lab/redisserver"
+	"github.com/ratelab/ratelab/lab/sqlserver"
 )
 
 // TestDocsAreFresh weaves every chapter again — code from its source

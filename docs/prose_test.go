@@ -382,10 +382,10 @@ func TestProseNamesAreReal(t *testing.T) {
 // same names as the code has them.
 func TestProseNamesCatchARename(t *testing.T) {
 	d := indexRepo(t, "..")
-	real := "`s.states` `checkHeld` `os.SameFile` `ratelab.ErrUnavailable` `Decision.NotCounted` [TestStore](../postgres_store/store_test.go)"
+	real := "`s.states` `checkHeld` `os.SameFile` `ratelab.ErrUnavailable` `Decision.Cause` [TestStore](../postgres_store/store_test.go)"
 	assert.Empty(t, d.unknownNames("docs/x.md", real))
-	renamed := "`s.windows` `checkHeld2` `os.SameFiles` `ratelab.State` `Decision.Counted` [TestStore](../internal/lab/storetest/database.go)"
-	assert.Equal(t, []string{"`s.windows`", "`checkHeld2`", "`os.SameFiles`", "`ratelab.State`", "`Decision.Counted`", "[TestStore](../internal/lab/storetest/database.go)"},
+	renamed := "`s.windows` `checkHeld2` `os.SameFiles` `ratelab.State` `Decision.Counted` [TestStore](../lab/storetest/database.go)"
+	assert.Equal(t, []string{"`s.windows`", "`checkHeld2`", "`os.SameFiles`", "`ratelab.State`", "`Decision.Counted`", "[TestStore](../lab/storetest/database.go)"},
 		d.unknownNames("docs/x.md", renamed))
 	_, err := os.Stat(filepath.Join("..", "internal", "lab", "storetest", "database.go"))
 	require.NoError(t, err, "the file the renamed link points at exists: only the name is wrong")

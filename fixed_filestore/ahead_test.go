@@ -14,7 +14,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
-	"github.com/ratelab/ratelab/internal/lab/storetest"
+	"github.com/ratelab/ratelab/lab/storetest"
 )
 
 // A fixed window ending further ahead than any rule's window and MaxSkew
@@ -36,7 +36,7 @@ func TestFixedWindowFurtherAheadThanAnyRuleIsReplaced(t *testing.T) {
 	for _, tt := range tests {
 		for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed} {
 			t.Run(tt.name+"/fail-"+policy.String(), func(t *testing.T) {
-				s, logs := newStore(t, fixedfilestore.Options{FailPolicy: policy})
+				s, logs := newGuarded(t, policy, fixedfilestore.Options{})
 				path := s.Path(rule, storetest.Key)
 				state := fmt.Sprintf(`{"count":12,"reset_at":%d}`, tt.resetAt.Unix())
 				require.NoError(t, os.WriteFile(path, []byte(state), 0o600))
@@ -51,7 +51,7 @@ func TestFixedWindowFurtherAheadThanAnyRuleIsReplaced(t *testing.T) {
 				}
 				require.NoError(t, err)
 				assert.Equal(t, int64(1), count(d), "a fresh window")
-				assert.NoError(t, d.NotCounted)
+				assert.Equal(t, ratelab.Shared, d.Source)
 				assert.Contains(t, logs.String(), "corrupt state replaced")
 				assert.Contains(t, logs.String(), path)
 				assert.Equal(t, fmt.Sprintf(`{"count":1,"reset_at":%d}`, t0.Add(time.Hour).Unix()), string(got), "replaced")

@@ -13,7 +13,7 @@ import (
 	"github.com/ratelab/ratelab/algorithm"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/internal/floor"
-	"github.com/ratelab/ratelab/internal/lab/bench"
+	"github.com/ratelab/ratelab/lab/bench"
 )
 
 var benchNow = time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)

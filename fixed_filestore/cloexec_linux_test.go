@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
-	"github.com/ratelab/ratelab/internal/lab/storetest"
+	"github.com/ratelab/ratelab/lab/storetest"
 )
 
 // The chapter's claim: every descriptor a hit opens is close-on-exec, so

@@ -20,7 +20,7 @@ import (
 	"github.com/ratelab/ratelab"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/internal/childproc"
-	"github.com/ratelab/ratelab/internal/lab/storetest"
+	"github.com/ratelab/ratelab/lab/storetest"
 )
 
 // A crash case is a state built by hits at prep (offsets from t0, a whole
@@ -40,7 +40,7 @@ var crashCases = []crashCase{{
 	// Two of the three instants leave the window: the log shrinks. Lost,
 	// the next hits would find a fresh log and all be allowed.
 	name:  "log",
-	rule:  ratelab.Rule{Name: "crash-log", Limit: 3, Window: 10 * time.Second, Algorithm: ratelab.SlidingLog},
+	rule:  storetest.Checked(ratelab.Rule{Name: "crash-log", Limit: 3, Window: 10 * time.Second, Algorithm: ratelab.SlidingLog}),
 	prep:  []time.Duration{0, time.Second, 9 * time.Second},
 	crash: 11500 * time.Millisecond,
 	want:  `{"window":10,"ts":[1783555209000,1783555211500]}`,
@@ -50,7 +50,7 @@ var crashCases = []crashCase{{
 	// refused hit the first of the new window. Lost, the previous count
 	// would no longer weigh and the next hits would be allowed.
 	name:  "sliding roll-over",
-	rule:  ratelab.Rule{Name: "crash-sliding", Limit: 10, Window: time.Minute, Algorithm: ratelab.SlidingCounter},
+	rule:  storetest.Checked(ratelab.Rule{Name: "crash-sliding", Limit: 10, Window: time.Minute, Algorithm: ratelab.SlidingCounter}),
 	prep:  slices.Concat(slices.Repeat([]time.Duration{time.Second}, 100), slices.Repeat([]time.Duration{61 * time.Second}, 12)),
 	crash: 121 * time.Second,
 	want:  `{"window":60,"window_start":1783555320,"count":1,"prev_count":12}`,

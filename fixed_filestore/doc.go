@@ -46,17 +46,18 @@
 // # When the state cannot be reached
 //
 // If the file cannot be opened, read or written — the directory is gone,
-// the disk is full — the store follows its [ratelab.FailPolicy]. Fail-open
-// (the default, as in the original) logs a line naming the path and the
-// cause and allows the hit with Decision.NotCounted set. Fail-closed logs
-// and returns an error wrapping [ratelab.ErrUnavailable]; the middleware
+// the disk is full — the hit is an error naming the path and the cause and
+// wrapping [ratelab.ErrUnavailable]. The store decides nothing more: the
+// policy is the caller's, [ratelab.WithFailPolicy]. Fail-open (as in the
+// original) logs the error and allows the hit, Decision.Source
+// ratelab.Uncounted; fail-closed logs and returns it, and the middleware
 // answers 503.
 //
 // A lock not free within LockWait is load, not an outage: a long queue on
 // one hot key — a flood of processes on two cores keeps the holder waiting
 // for a core among them — cannot be told from a holder that hangs, and
-// only the first can be sent. The hit is refused under fail-open as under
-// fail-closed, with an error wrapping [ratelab.ErrBusy] (503); fail-local
+// only the first can be sent. The error wraps [ratelab.ErrBusy], which the
+// policy refuses under fail-open as under fail-closed (503); fail-local
 // decides it in the process.
 //
 // A state file that exists but cannot be parsed (garbage, truncated, too

@@ -32,7 +32,11 @@ func ExampleStore() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		d, err := store.TakeAt(context.Background(), rule, key, now)
+		limiter, err := ratelab.NewLimiter(store, rule)
+		if err != nil {
+			log.Fatal(err)
+		}
+		d, err := limiter.AllowAt(context.Background(), key, now)
 		store.Close()
 		if err != nil {
 			log.Fatal(err)
@@ -57,18 +61,22 @@ func ExampleStore() {
 
 // A login throttle is a security boundary: when its state cannot be reached
 // it must refuse, not wave requests through.
-func ExampleOptions_failClosed() {
+func Example_failClosed() {
 	base, err := os.MkdirTemp("", "ratelab-example")
 	if err != nil {
 		log.Fatal(err)
 	}
 	quiet := slog.New(slog.DiscardHandler)
-	store, err := fixedfilestore.New(base, fixedfilestore.Options{FailPolicy: ratelab.FailClosed, Logger: quiet})
+	store, err := fixedfilestore.New(base, fixedfilestore.Options{Logger: quiet})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer store.Close()
-	limiter, err := ratelab.NewLimiter(store, ratelab.Rule{Name: "login", Limit: 5, Window: 15 * time.Minute, Algorithm: ratelab.SlidingLog})
+	closed, err := ratelab.WithFailPolicy(store, ratelab.FailClosed, nil, quiet)
+	if err != nil {
+		log.Fatal(err)
+	}
+	limiter, err := ratelab.NewLimiter(closed, ratelab.Rule{Name: "login", Limit: 5, Window: 15 * time.Minute, Algorithm: ratelab.SlidingLog})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -94,9 +102,12 @@ func ExampleStore_SweepAt() {
 	}
 	defer store.Close()
 	now, ctx := time.Date(2026, 7, 9, 3, 0, 0, 0, time.UTC), context.Background()
-	rule := ratelab.Rule{Name: "demo-start", Limit: 30, Window: time.Hour}
-	store.TakeAt(ctx, rule, "ip:203.0.113.7", now.Add(-2*time.Hour)) // its window ended an hour ago
-	store.TakeAt(ctx, rule, "ip:198.51.100.9", now.Add(-time.Minute))
+	limiter, err := ratelab.NewLimiter(store, ratelab.Rule{Name: "demo-start", Limit: 30, Window: time.Hour})
+	if err != nil {
+		log.Fatal(err)
+	}
+	limiter.AllowAt(ctx, "ip:203.0.113.7", now.Add(-2*time.Hour)) // its window ended an hour ago
+	limiter.AllowAt(ctx, "ip:198.51.100.9", now.Add(-time.Minute))
 
 	report, err := store.SweepAt(now)
 	if err != nil {

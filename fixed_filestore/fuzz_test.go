@@ -11,6 +11,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
+	"github.com/ratelab/ratelab/lab/storetest"
 )
 
 var stateFile = regexp.MustCompile(`^[0-9a-f]{64}(\.sliding|\.log|\.gcra)?\.json$`)
@@ -29,7 +30,7 @@ func FuzzKeyPath(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, key string) {
 		for _, a := range ratelab.Algorithms() {
-			r := ratelab.Rule{Name: "demo-start", Limit: 30, Window: time.Hour, Algorithm: a}
+			r := storetest.Checked(ratelab.Rule{Name: "demo-start", Limit: 30, Window: time.Hour, Algorithm: a})
 			p := s.Path(r, key)
 			if filepath.Dir(p) != s.Dir() || !stateFile.MatchString(filepath.Base(p)) {
 				t.Fatalf("key %q gave path %q outside %s or of the wrong shape", key, p, s.Dir())

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"time"
 
 	"github.com/ratelab/ratelab"
@@ -36,8 +35,7 @@ func FileName(r ratelab.Rule, key string) string {
 	return ratelab.KeyDigest(r.StateKey(key)) + algorithm.Suffix(r.Normalized().Algorithm)
 }
 
-// fileName is FileName of a rule that Admit returned, built with one
-// allocation: every hit names its file, and only its name — the state
+// fileName is FileName of a checked rule, built with one allocation: every hit names its file, and only its name — the state
 // directory is a descriptor (dir.go).
 func fileName(r ratelab.Rule, key string) string {
 	var kb [256]byte
@@ -57,34 +55,29 @@ func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.D
 // !+takeat
 
 // TakeAt takes one hit of key under r at now, in one locked
-// read-modify-write of the state file, and decides it.
+// read-modify-write of the state file, and decides it. r and now are
+// trusted, as the ratelab.Store contract says.
 //
-// When the state cannot be reached, a fail-open store logs the cause and
-// allows the hit with NotCounted set; a fail-closed store logs and returns
-// an error wrapping ratelab.ErrUnavailable. The lock wait ends at
-// Options.LockWait or when ctx ends, whichever is first. A lock not free
-// within LockWait is load, not an outage: the hit is refused with an error
-// wrapping ratelab.ErrBusy (and ErrLockTimeout) under fail-open too. If
-// ctx ended, its error is returned under every policy; fail-local decides
-// in this process alone (ratelab.FailLocal). An invalid rule or instant,
-// and a state of another rule with the same name (ratelab.ErrRuleConflict,
-// the file left as it was), are errors under every policy.
+// A state it cannot reach is an error wrapping ratelab.ErrUnavailable,
+// which ratelab.WithFailPolicy decides by a policy. The lock wait ends at
+// Options.LockWait or when ctx ends, whichever is first; a lock not free
+// within LockWait is load, not an outage: the error wraps ratelab.ErrBusy
+// (and ErrLockTimeout). A state of another rule with the same name is an
+// error wrapping ratelab.ErrRuleConflict, the file left as it was; a lock
+// wait that ctx ended returns ctx's error.
 func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
-	r, err := s.rules.Admit(r, now)
-	if err != nil {
-		return ratelab.Decision{}, err
-	}
 	name := fileName(r, key)
 	d, err := s.hit(ctx, name, r, now)
 	switch {
 	case err == nil:
 		return d, nil
-	case errors.Is(err, ratelab.ErrRuleConflict):
+	case errors.Is(err, ratelab.ErrRuleConflict), errors.Is(err, ratelab.ErrUncheckedRule),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return ratelab.Decision{}, fmt.Errorf("fixedfilestore: %s: %w", s.pathOf(name), err)
 	case errors.Is(err, ErrLockTimeout):
-		return s.fail.Busy(ctx, slog.String("path", s.pathOf(name)), r, key, now, err)
+		return ratelab.Decision{}, fmt.Errorf("fixedfilestore: %s: %w: %w", s.pathOf(name), ratelab.ErrBusy, err)
 	}
-	return s.fail.Fail(ctx, slog.String("path", s.pathOf(name)), r, key, now, err)
+	return ratelab.Decision{}, fmt.Errorf("fixedfilestore: %s: %w: %w", s.pathOf(name), ratelab.ErrUnavailable, err)
 }
 
 // !-takeat

@@ -19,7 +19,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
-	"github.com/ratelab/ratelab/internal/lab/storetest"
+	"github.com/ratelab/ratelab/lab/storetest"
 )
 
 // A hard link from the state path to a file elsewhere is refused like a
@@ -46,7 +46,7 @@ func TestStateDirectorySwappedForASymlinkUnderTraffic(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			base := t.TempDir()
 			outside := t.TempDir()
-			s, _ := newStoreAt(t, base, fixedfilestore.Options{})
+			s, _ := newGuardedAt(t, base, ratelab.FailOpen, fixedfilestore.Options{})
 			state := filepath.Join(base, fixedfilestore.DirName)
 
 			var stop atomic.Bool
@@ -61,7 +61,7 @@ func TestStateDirectorySwappedForASymlinkUnderTraffic(t *testing.T) {
 							t.Errorf("fail-open store returned an error: %v", err)
 							return
 						}
-						if d.NotCounted == nil {
+						if d.Source == ratelab.Shared {
 							hits.Add(1)
 						}
 					}
@@ -105,7 +105,7 @@ func TestParentSwappedForASymlinkIsNotFollowed(t *testing.T) {
 	parent := filepath.Join(root, "app")
 	base := filepath.Join(parent, "var")
 	require.NoError(t, os.MkdirAll(base, 0o700))
-	s, _ := newStoreAt(t, base, fixedfilestore.Options{})
+	s, _ := newGuardedAt(t, base, ratelab.FailOpen, fixedfilestore.Options{})
 	hit(t, s, t0)
 
 	outside := t.TempDir()
@@ -115,7 +115,7 @@ func TestParentSwappedForASymlinkIsNotFollowed(t *testing.T) {
 	require.NoError(t, os.Symlink(outside, parent))
 
 	d := hit(t, s, t0)
-	assert.Error(t, d.NotCounted, "a hit counted through a symlinked parent")
+	assert.NotEqual(t, ratelab.Shared, d.Source, "a hit counted through a symlinked parent")
 	entries, err := os.ReadDir(filepath.Join(outside, "var"))
 	require.NoError(t, err)
 	assert.Empty(t, entries, "the state directory was recreated through the symlinked parent")
@@ -154,7 +154,7 @@ func TestFIFOInTheStateDirectoryNeverBlocks(t *testing.T) {
 
 // Close releases the directory; later hits follow the fail policy.
 func TestCloseReleasesTheDirectory(t *testing.T) {
-	s, _ := newStore(t, fixedfilestore.Options{FailPolicy: ratelab.FailClosed})
+	s, _ := newGuarded(t, ratelab.FailClosed, fixedfilestore.Options{})
 	storetest.Take(t, s, rule, storetest.Key, t0)
 	require.NoError(t, s.Close())
 	_, err := s.TakeAt(context.Background(), rule, storetest.Key, t0)
@@ -206,7 +206,7 @@ func TestAnotherAccountsStateIsRefused(t *testing.T) {
 	}
 	const other = 65534 // nobody
 	base := t.TempDir()
-	s, err := fixedfilestore.New(base, fixedfilestore.Options{FailPolicy: ratelab.FailClosed})
+	s, err := fixedfilestore.New(base, fixedfilestore.Options{})
 	require.NoError(t, err)
 	_, err = s.TakeAt(context.Background(), rule, storetest.Key, time.Now())
 	require.NoError(t, err)
@@ -231,7 +231,7 @@ func TestARecreatedStateDirectoryIsJudgedAgain(t *testing.T) {
 		t.Skip("needs root, to give the directory to another account")
 	}
 	base := t.TempDir()
-	s, err := fixedfilestore.New(base, fixedfilestore.Options{FailPolicy: ratelab.FailClosed})
+	s, err := fixedfilestore.New(base, fixedfilestore.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	_, err = s.TakeAt(context.Background(), rule, storetest.Key, time.Now())

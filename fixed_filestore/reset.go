@@ -15,12 +15,9 @@ import (
 // before the unlink gets the lock only afterwards, finds the file has no
 // name any more, and starts over on a fresh state: it counts after the
 // reset, never in a file nobody reads. A key with no state is not an
-// error.
+// error. r is a checked rule (ratelab.Rule.Check).
 func (s *Store) Reset(ctx context.Context, r ratelab.Rule, key string) error {
-	if err := r.Validate(); err != nil {
-		return err
-	}
-	name := FileName(r, key)
+	name := fileName(r, key)
 	fd, err := s.openAt(name, openLocked)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil

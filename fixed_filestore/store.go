@@ -9,10 +9,6 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
-
-	"github.com/ratelab/ratelab"
-	"github.com/ratelab/ratelab/algorithm"
-	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 )
 
 // DirName is the directory under the base directory that holds state files.
@@ -31,19 +27,17 @@ const WaitForever time.Duration = -1
 // within Options.LockWait.
 var ErrLockTimeout = errors.New("fixedfilestore: timed out waiting for the lock")
 
-// Options configure a Store. The zero value is the original's behaviour:
-// fail open, with a bounded lock wait added.
+// Options configure a Store. The zero value is the original's behaviour
+// with a bounded lock wait added.
 type Options struct {
-	// FailPolicy says what a hit does when the state cannot be reached.
-	FailPolicy ratelab.FailPolicy
 	// LockWait bounds how long a hit waits for a key's lock; 0 means
 	// DefaultLockWait. A hit that waited that long is refused as busy
-	// (ratelab.ErrBusy) under fail-open too, instead of hanging the
-	// request: a long queue on a hot key cannot be told from a holder
-	// that hangs. WaitForever blocks.
+	// (ratelab.ErrBusy), which ratelab.WithFailPolicy refuses under
+	// fail-open too, instead of hanging the request: a long queue on a hot
+	// key cannot be told from a holder that hangs. WaitForever blocks.
 	LockWait time.Duration
-	// Logger receives a line for every hit that could not be recorded and
-	// every state file that had to be repaired; nil means slog.Default().
+	// Logger receives a line for every state file that had to be repaired;
+	// nil means slog.Default().
 	Logger *slog.Logger
 	// Clock is the time source of Take and Sweep; nil means time.Now.
 	Clock func() time.Time
@@ -58,11 +52,9 @@ type Store struct {
 	dir      string
 	dirMu    sync.RWMutex // guards dirfd against its replacement
 	dirfd    int          // the state directory, opened without following links
-	fail     *ratelab.Failer
 	lockWait time.Duration
 	log      *slog.Logger
 	now      func() time.Time
-	rules    algorithm.Rules
 	euid     uint32 // this process's effective user, who owns its state
 
 	// testHookOpened, if set, runs after a hit opened its file and before it
@@ -96,10 +88,6 @@ func New(base string, opts Options) (*Store, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	var err error
-	if s.fail, err = brokeninmemory.NewFailer(opts.FailPolicy, "fixedfilestore", s.log); err != nil {
-		return nil, err
-	}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -127,7 +115,7 @@ func (s *Store) openStateDir() error {
 }
 
 // Close releases the store's descriptor of its state directory. Hits after
-// Close fail by the fail policy.
+// Close are errors wrapping ratelab.ErrUnavailable.
 func (s *Store) Close() error { return s.closeDir() }
 
 // Dir returns the directory holding the state files.

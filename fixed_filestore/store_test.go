@@ -23,9 +23,9 @@ import (
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
-	"github.com/ratelab/ratelab/internal/lab/storetest"
 	"github.com/ratelab/ratelab/internal/poll"
 	"github.com/ratelab/ratelab/internal/syncbuf"
+	"github.com/ratelab/ratelab/lab/storetest"
 )
 
 var t0 = storetest.T0
@@ -45,10 +45,34 @@ func newStoreAt(t *testing.T, base string, opts fixedfilestore.Options) (*fixedf
 	return s, logs
 }
 
+// guardedStore is a store behind a fail policy, as an application wires
+// it (ratelab.WithFailPolicy), with the store's other methods.
+type guardedStore struct {
+	*fixedfilestore.Store
+	safe ratelab.Store
+}
+
+func (g guardedStore) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
+	return g.safe.TakeAt(ctx, r, key, now)
+}
+
+// newGuarded returns a store on a fresh base directory behind policy, and
+// their log.
+func newGuarded(t *testing.T, policy ratelab.FailPolicy, opts fixedfilestore.Options) (guardedStore, *syncbuf.Buffer) {
+	t.Helper()
+	return newGuardedAt(t, t.TempDir(), policy, opts)
+}
+
+func newGuardedAt(t *testing.T, base string, policy ratelab.FailPolicy, opts fixedfilestore.Options) (guardedStore, *syncbuf.Buffer) {
+	t.Helper()
+	s, logs := newStoreAt(t, base, opts)
+	return guardedStore{s, storetest.WithPolicy(s, policy, slog.New(slog.NewTextHandler(logs, nil)))}, logs
+}
+
 // rule is the original's: 30 per hour, fixed window, named demo-start.
 var rule = storetest.Original
 
-func hit(t *testing.T, s *fixedfilestore.Store, at time.Time) ratelab.Decision {
+func hit(t *testing.T, s ratelab.Store, at time.Time) ratelab.Decision {
 	t.Helper()
 	d, err := s.TakeAt(context.Background(), rule, storetest.Key, at)
 	require.NoError(t, err)
@@ -147,13 +171,13 @@ func TestCorruptStateIsLoggedAndReplaced(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed} {
-				s, logs := newStore(t, fixedfilestore.Options{FailPolicy: policy})
+				s, logs := newGuarded(t, policy, fixedfilestore.Options{})
 				path := s.Path(rule, storetest.Key)
 				require.NoError(t, os.WriteFile(path, []byte(tt.content), 0o600))
 
 				h := hit(t, s, t0)
 				assert.Equal(t, int64(1), count(h), "policy %v: a fresh window", policy)
-				assert.NoError(t, h.NotCounted, "policy %v: the hit is counted in the fresh window", policy)
+				assert.Equal(t, ratelab.Shared, h.Source, "policy %v: the hit is counted in the fresh window", policy)
 				assert.Contains(t, logs.String(), "corrupt state replaced", "policy %v", policy)
 				assert.Contains(t, logs.String(), tt.wantErr, "policy %v", policy)
 				assert.Contains(t, logs.String(), path, "policy %v", policy)
@@ -180,7 +204,7 @@ func TestEmptyFileIsAFreshWindowWithoutComplaint(t *testing.T) {
 // conflict, the file untouched, under either policy.
 func TestWindowTooFarAheadIsAConflict(t *testing.T) {
 	for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed} {
-		s, _ := newStore(t, fixedfilestore.Options{FailPolicy: policy})
+		s, _ := newGuarded(t, policy, fixedfilestore.Options{})
 		future := []byte(fmt.Sprintf(`{"count":12,"reset_at":%d}`, t0.Add(3*time.Hour).Unix()))
 		require.NoError(t, os.WriteFile(s.Path(rule, storetest.Key), future, 0o600))
 		_, err := s.TakeAt(context.Background(), rule, storetest.Key, t0)
@@ -199,18 +223,18 @@ func checkPolicies(t *testing.T, breakIt func(t *testing.T, s *fixedfilestore.St
 	t.Helper()
 	for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed, ratelab.FailLocal} {
 		t.Run("fail-"+policy.String(), func(t *testing.T) {
-			s, logs := newStore(t, fixedfilestore.Options{FailPolicy: policy, LockWait: 20 * time.Millisecond})
-			breakIt(t, s)
+			s, logs := newGuarded(t, policy, fixedfilestore.Options{LockWait: 20 * time.Millisecond})
+			breakIt(t, s.Store)
 			h, err := s.TakeAt(context.Background(), rule, storetest.Key, t0)
 			if policy != ratelab.FailClosed {
 				require.NoError(t, err)
 				assert.True(t, h.Allowed)
 				// Fail-local counts in the process; fail-open claims no state.
 				assert.Equal(t, map[ratelab.FailPolicy]int64{ratelab.FailOpen: 0, ratelab.FailLocal: 29}[policy], h.Remaining)
-				assert.Equal(t, policy == ratelab.FailOpen, h.Uncounted())
-				require.Error(t, h.NotCounted, "fail-%v must say the hit was not counted", policy)
-				assert.Contains(t, h.NotCounted.Error(), wantCause)
-				assert.Equal(t, policy == ratelab.FailLocal, h.Local)
+				assert.Equal(t, policy == ratelab.FailOpen, (h.Source == ratelab.Uncounted))
+				require.NotEqual(t, ratelab.Shared, h.Source, "fail-%v must say the hit was not counted", policy)
+				assert.Contains(t, h.Cause.Error(), wantCause)
+				assert.Equal(t, policy == ratelab.FailLocal, (h.Source == ratelab.Local))
 				assert.Contains(t, logs.String(), map[ratelab.FailPolicy]string{
 					ratelab.FailOpen: "hit not counted (fail-open)", ratelab.FailLocal: "decided by this process alone (fail-local)"}[policy])
 			} else {
@@ -276,7 +300,7 @@ func TestStateDirectoryVanishesAndIsRecreated(t *testing.T) {
 	hit(t, s, t0)
 	require.NoError(t, os.RemoveAll(s.Dir()))
 	h := hit(t, s, t0)
-	assert.NoError(t, h.NotCounted)
+	assert.Equal(t, ratelab.Shared, h.Source)
 	assert.Equal(t, int64(1), count(h), "the old count went with the directory")
 	di, err := os.Stat(s.Dir())
 	require.NoError(t, err)
@@ -290,13 +314,13 @@ func TestStateDirectoryVanishesAndIsRecreated(t *testing.T) {
 func TestLockTimeoutIsLoad(t *testing.T) {
 	for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed, ratelab.FailLocal} {
 		t.Run("fail-"+policy.String(), func(t *testing.T) {
-			s, logs := newStore(t, fixedfilestore.Options{FailPolicy: policy, LockWait: 20 * time.Millisecond})
+			s, logs := newGuarded(t, policy, fixedfilestore.Options{LockWait: 20 * time.Millisecond})
 			holdLock(t, s.Path(rule, storetest.Key))
 			h, err := s.TakeAt(context.Background(), rule, storetest.Key, t0)
 			if policy == ratelab.FailLocal {
 				require.NoError(t, err)
-				assert.True(t, h.Local && h.Allowed, "fail-local decides in the process")
-				assert.ErrorIs(t, h.NotCounted, fixedfilestore.ErrLockTimeout)
+				assert.True(t, (h.Source == ratelab.Local) && h.Allowed, "fail-local decides in the process")
+				assert.ErrorIs(t, h.Cause, fixedfilestore.ErrLockTimeout)
 			} else {
 				assert.ErrorIs(t, err, ratelab.ErrBusy, "fail-%v: a lock not free in time is load", policy)
 				assert.ErrorIs(t, err, fixedfilestore.ErrLockTimeout)
@@ -329,7 +353,7 @@ func TestLockIsReleasedAfterTimeout(t *testing.T) {
 	require.NoError(t, f.Close()) // the holder goes away
 
 	h := hit(t, s, t0)
-	assert.NoError(t, h.NotCounted)
+	assert.Equal(t, ratelab.Shared, h.Source)
 	assert.Equal(t, int64(1), count(h))
 }
 
@@ -361,7 +385,6 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{"a missing directory on the way", filepath.Join(dir, "nope", "sub"), fixedfilestore.Options{}, filepath.Join(dir, "nope") + " does not exist: create it"},
 		{"a file on the way", filepath.Join(file, "sub"), fixedfilestore.Options{}, file + " is not a directory"},
 		{"negative lock wait", dir, fixedfilestore.Options{LockWait: -time.Second}, "must not be negative (or WaitForever)"},
-		{"unknown policy", dir, fixedfilestore.Options{FailPolicy: 7}, "unknown fail policy"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -382,8 +405,8 @@ func TestConcurrentInstancesAreExact(t *testing.T) {
 		s, _ := newStoreAt(t, base, fixedfilestore.Options{})
 		wg.Go(func() {
 			for range 200 {
-				if h, err := s.TakeAt(context.Background(), rule, storetest.Key, t0); err != nil || h.NotCounted != nil {
-					t.Errorf("hit: %v %v", err, h.NotCounted)
+				if h, err := s.TakeAt(context.Background(), rule, storetest.Key, t0); err != nil || h.Source != ratelab.Shared {
+					t.Errorf("hit: %v %v", err, h.Cause)
 					return
 				}
 			}
@@ -444,7 +467,7 @@ func TestLoweredLogLimitKeepsTheLog(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%d to %d", tt.before, tt.after), func(t *testing.T) {
 			base := t.TempDir()
-			r := ratelab.Rule{Name: "lowered", Limit: tt.before, Window: time.Hour, Algorithm: ratelab.SlidingLog}
+			r := storetest.Checked(ratelab.Rule{Name: "lowered", Limit: tt.before, Window: time.Hour, Algorithm: ratelab.SlidingLog})
 			s, _ := newStoreAt(t, base, fixedfilestore.Options{})
 			for i := range tt.before {
 				d := storetest.Take(t, s, r, storetest.Key, t0.Add(time.Duration(i)*time.Millisecond))
@@ -492,7 +515,7 @@ func TestSweepAndInspectKnowEveryAlgorithm(t *testing.T) {
 // context's error under either policy, promptly, and counts nothing.
 func TestContextEndsTheLockWait(t *testing.T) {
 	for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed} {
-		s, _ := newStore(t, fixedfilestore.Options{FailPolicy: policy, LockWait: time.Minute})
+		s, _ := newGuarded(t, policy, fixedfilestore.Options{LockWait: time.Minute})
 		holdLock(t, s.Path(rule, storetest.Key))
 		ctx, cancel := context.WithCancel(context.Background())
 		errc := make(chan error, 1)
@@ -549,7 +572,7 @@ func TestHungHolderManyWaiters(t *testing.T) {
 				notCounted[i] = err
 				return
 			}
-			notCounted[i] = h.NotCounted
+			notCounted[i] = h.Cause
 		})
 	}
 	wg.Wait()
@@ -570,7 +593,7 @@ func TestHungHolderManyWaiters(t *testing.T) {
 
 	require.NoError(t, f.Close()) // the holder goes away
 	h := hit(t, s, t0)
-	assert.NoError(t, h.NotCounted)
+	assert.Equal(t, ratelab.Shared, h.Source)
 	assert.Equal(t, int64(1), count(h), "no waiter that gave up counted a hit")
 }
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
-	"github.com/ratelab/ratelab/internal/lab/storetest"
+	"github.com/ratelab/ratelab/lab/storetest"
 )
 
 // age sets path's mtime to at.
@@ -39,7 +39,7 @@ func TestSweepRules(t *testing.T) {
 		storetest.Take(t, s, r, k, at)
 		return fixedfilestore.FileName(r, k)
 	}
-	day := ratelab.Rule{Name: "daily", Limit: 5, Window: 24 * time.Hour}
+	day := storetest.Checked(ratelab.Rule{Name: "daily", Limit: 5, Window: 24 * time.Hour})
 	over := take(rule, "over", t0)                                         // ended 99 h ago
 	live := take(rule, "live", now.Add(-30*time.Minute))                   // ends in 30 min
 	justOver := take(rule, "just-over", now.Add(-time.Hour))               // ended now: a hit stamped up to MaxSkew late could still count in it
@@ -103,7 +103,7 @@ func TestSweepRules(t *testing.T) {
 // throttled key through. The sweep now reads the state.
 func TestSweepKeepsALongWindowWhateverItsMtime(t *testing.T) {
 	s, _ := newStore(t, fixedfilestore.Options{})
-	day := ratelab.Rule{Name: "daily", Limit: 5, Window: 24 * time.Hour}
+	day := storetest.Checked(ratelab.Rule{Name: "daily", Limit: 5, Window: 24 * time.Hour})
 	for range 5 {
 		storetest.Take(t, s, day, storetest.Key, t0)
 	}
@@ -158,7 +158,7 @@ func TestSweepCannotLoseAConcurrentHit(t *testing.T) {
 		h, err := hitter.TakeAt(context.Background(), rule, storetest.Key, now)
 		h1.count, h1.err = count(h), err
 		if err == nil {
-			h1.err = h.NotCounted
+			h1.err = h.Cause
 		}
 	}()
 

@@ -25,10 +25,10 @@ import (
 	"github.com/ratelab/ratelab/algorithm"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/internal/childproc"
-	"github.com/ratelab/ratelab/internal/lab/storetest"
-	"github.com/ratelab/ratelab/internal/lab/stress"
 	"github.com/ratelab/ratelab/internal/poll"
 	"github.com/ratelab/ratelab/internal/syncbuf"
+	"github.com/ratelab/ratelab/lab/storetest"
+	"github.com/ratelab/ratelab/lab/stress"
 )
 
 // The package's child processes are this test binary, re-executed with
@@ -59,13 +59,12 @@ func tortureChild(role string) error {
 		if w := os.Getenv("T_WAIT"); w != "" {
 			opts.LockWait, _ = time.ParseDuration(w)
 		}
-		if os.Getenv("T_POLICY") == "closed" {
-			opts.FailPolicy = ratelab.FailClosed
-		}
-		s, err := fixedfilestore.New(base, opts)
+		raw, err := fixedfilestore.New(base, opts)
 		if err != nil {
 			return err
 		}
+		policy := map[string]ratelab.FailPolicy{"closed": ratelab.FailClosed}[os.Getenv("T_POLICY")]
+		s := storetest.WithPolicy(raw, policy, opts.Logger)
 		r := rule
 		r.Limit = int64(envInt("T_LIMIT"))
 		l, err := ratelab.NewLimiter(s, r)
@@ -89,7 +88,7 @@ func tortureChild(role string) error {
 				busy++
 			case err != nil:
 				failed++
-			case d.NotCounted != nil:
+			case d.Source != ratelab.Shared:
 				notCounted++
 			case d.Allowed:
 				allowed++
@@ -256,7 +255,7 @@ func TestTortureStoppedHolder(t *testing.T) {
 	require.NoError(t, holder.Cmd.Process.Signal(syscall.SIGCONT))
 	require.NoError(t, holder.Close()) // it releases the lock and exits
 	h := hit(t, s, t0)
-	assert.NoError(t, h.NotCounted)
+	assert.Equal(t, ratelab.Shared, h.Source)
 	assert.Equal(t, int64(2), count(h), "recovered: the stopped holder's wait lost nothing else")
 }
 
@@ -310,8 +309,9 @@ func TestTortureCorruptionUnderTraffic(t *testing.T) {
 	var counted, notCounted atomic.Int64
 	var wg sync.WaitGroup
 	for range 4 {
-		hs, err := fixedfilestore.New(base, opts)
+		raw, err := fixedfilestore.New(base, opts)
 		require.NoError(t, err)
+		hs := storetest.WithPolicy(raw, ratelab.FailOpen, opts.Logger)
 		wg.Go(func() {
 			for !stop.Load() {
 				h, err := hs.TakeAt(context.Background(), rule, storetest.Key, t0)
@@ -319,7 +319,7 @@ func TestTortureCorruptionUnderTraffic(t *testing.T) {
 					t.Errorf("fail-open store returned an error: %v", err)
 					return
 				}
-				if h.NotCounted != nil {
+				if h.Source != ratelab.Shared {
 					notCounted.Add(1)
 				} else {
 					counted.Add(1)
@@ -371,7 +371,7 @@ func TestTortureBaseVanishes(t *testing.T) {
 		t.Run(policy.String(), func(t *testing.T) {
 			base := filepath.Join(t.TempDir(), "var")
 			require.NoError(t, os.Mkdir(base, 0o700))
-			s, _ := newStoreAt(t, base, fixedfilestore.Options{FailPolicy: policy})
+			s, _ := newGuardedAt(t, base, policy, fixedfilestore.Options{})
 			var stop atomic.Bool
 			var ok, refused, uncounted atomic.Int64
 			var wg sync.WaitGroup
@@ -385,7 +385,7 @@ func TestTortureBaseVanishes(t *testing.T) {
 						case err != nil:
 							t.Errorf("unexpected error: %v", err)
 							return
-						case h.NotCounted != nil:
+						case h.Source != ratelab.Shared:
 							uncounted.Add(1)
 						default:
 							ok.Add(1)
@@ -411,7 +411,7 @@ func TestTortureBaseVanishes(t *testing.T) {
 				assert.Zero(t, uncounted.Load())
 			}
 			h := hit(t, s, t0)
-			assert.NoError(t, h.NotCounted, "recovered")
+			assert.Equal(t, ratelab.Shared, h.Source, "recovered")
 		})
 	}
 }

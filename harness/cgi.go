@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cgi"
 	"os"
 	"strings"
 	"time"
 
-	"github.com/ratelab/ratelab/internal/sqlstore"
+	"github.com/ratelab/ratelab"
 )
 
 // ErrNotCGI is the error of a CGI program run outside a CGI server.
@@ -40,18 +41,19 @@ func ServeCGI(a CheckedApp, stderr io.Writer) error {
 	}
 	a.Conns = 1 // one hit, then the process ends
 	logger := workerLogger(stderr)
-	store, closeStore, err := a.newStore(logger)
+	store, err := a.newStore(logger)
 	if err != nil {
 		return CGIError(err, stderr)
 	}
-	defer closeStore()
+	defer store.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), prepareWait)
-	err = Prepare(ctx, store)
+	err = store.prepare(ctx)
 	cancel()
+	var ne net.Error
 	switch {
 	case errors.Is(err, ErrConfig):
 		return CGIError(err, stderr)
-	case sqlstore.Load(err):
+	case errors.Is(err, ratelab.ErrBusy) || errors.As(err, &ne) && ne.Timeout():
 		logger.Warn("ratelab cgi: the store's server is too busy to answer; the hit waits its turn, refused as busy if its time runs out", "err", err)
 	case err != nil:
 		logger.Warn("ratelab cgi: the store's server cannot be reached; the hit follows the fail policy", "err", err)

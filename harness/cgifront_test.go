@@ -55,7 +55,7 @@ func release(t *testing.T, dir string) {
 func TestCGIFrontRunsAtMostItsPrograms(t *testing.T) {
 	dir := t.TempDir()
 	h, err := harness.Start(harness.Config{Model: harness.CGI, CGIProcs: 3, Exe: blockingCGI(t, dir),
-		App: harness.App{Store: "file", Dir: t.TempDir(), Limit: 30, Window: time.Minute}})
+		App: harness.App{Store: harness.File, Dir: t.TempDir(), Limit: 30, Window: time.Minute}})
 	require.NoError(t, err)
 	t.Cleanup(func() { h.Close() })
 	t.Cleanup(func() { release(t, dir) }) // first, should the test end early
@@ -106,7 +106,7 @@ func TestCGIFrontRefusesAfterItsWait(t *testing.T) {
 	to.Worker = 100 * time.Millisecond
 	logs := &syncbuf.Buffer{}
 	h, err := harness.Start(harness.Config{Model: harness.CGI, CGIProcs: 1, Timeouts: to, Exe: blockingCGI(t, dir), Stderr: logs,
-		App: harness.App{Store: "file", Dir: t.TempDir(), Limit: 30, Window: time.Minute}})
+		App: harness.App{Store: harness.File, Dir: t.TempDir(), Limit: 30, Window: time.Minute}})
 	require.NoError(t, err)
 	t.Cleanup(func() { h.Close() })
 	t.Cleanup(func() { release(t, dir) })
@@ -144,7 +144,7 @@ func TestCGIFrontRefusesAfterItsWait(t *testing.T) {
 func TestCGIProcsOutOfRange(t *testing.T) {
 	for _, n := range []int{-1, harness.MaxCGIProcs + 1} {
 		_, err := harness.Start(harness.Config{Model: harness.CGI, CGIProcs: n,
-			App: harness.App{Store: "file", Dir: t.TempDir(), Limit: 30, Window: time.Minute}})
+			App: harness.App{Store: harness.File, Dir: t.TempDir(), Limit: 30, Window: time.Minute}})
 		assert.ErrorContains(t, err, "CGI programs at once", "CGIProcs %d", n)
 	}
 }
@@ -156,7 +156,7 @@ func TestCGIProcsOutOfRange(t *testing.T) {
 func TestCGIFrontReadsTheBodyBeforeAProgram(t *testing.T) {
 	dir := t.TempDir()
 	h, err := harness.Start(harness.Config{Model: harness.CGI, CGIProcs: 1, Exe: blockingCGI(t, dir),
-		App: harness.App{Store: "file", Dir: t.TempDir(), Limit: 30, Window: time.Minute}})
+		App: harness.App{Store: harness.File, Dir: t.TempDir(), Limit: 30, Window: time.Minute}})
 	require.NoError(t, err)
 	t.Cleanup(func() { h.Close() })
 	release(t, dir) // the programs answer at once
@@ -189,7 +189,7 @@ func TestCGIFrontReadsTheBodyBeforeAProgram(t *testing.T) {
 func TestCGIFrontPassesChunkedBodiesAndRefusesLongOnes(t *testing.T) {
 	dir := t.TempDir()
 	h, err := harness.Start(harness.Config{Model: harness.CGI, Exe: blockingCGI(t, dir),
-		App: harness.App{Store: "file", Dir: t.TempDir(), Limit: 30, Window: time.Minute}})
+		App: harness.App{Store: harness.File, Dir: t.TempDir(), Limit: 30, Window: time.Minute}})
 	require.NoError(t, err)
 	t.Cleanup(func() { h.Close() })
 	release(t, dir)
@@ -220,7 +220,7 @@ func TestCGIFrontPassesChunkedBodiesAndRefusesLongOnes(t *testing.T) {
 // byte.
 func TestCGIFrontBoundsTheBodiesItHolds(t *testing.T) {
 	h, err := harness.Start(harness.Config{Model: harness.CGI, Exe: blockingCGI(t, t.TempDir()),
-		App: harness.App{Store: "file", Dir: t.TempDir(), Limit: 30, Window: time.Minute}})
+		App: harness.App{Store: harness.File, Dir: t.TempDir(), Limit: 30, Window: time.Minute}})
 	require.NoError(t, err)
 	t.Cleanup(func() { h.Close() })
 	u, err := url.Parse(h.URL)

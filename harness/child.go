@@ -17,8 +17,6 @@ import (
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/httplimit"
 	"github.com/ratelab/ratelab/internal/childproc"
-	"github.com/ratelab/ratelab/linearizability"
-	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
 // The harness's child roles.
@@ -51,25 +49,20 @@ func Roles() childproc.Roles {
 
 // App is the limited endpoint every execution model serves: one "start a
 // demo" endpoint behind the limiter, keyed as the original keys it, on the
-// client's address.
+// client's address. Each process the harness starts gets it whole, as one
+// value (see env.go).
 type App struct {
-	Store    string // "memory", "file", "redis", "mysql" or "postgres"
-	Dir      string // base directory of the file store
-	RedisURL string // the Redis store's server, redis://host:port/db
-	// RedisWait and RedisWaitTimeout are the Redis store's WaitReplicas
-	// and WaitTimeout: how many replicas must confirm each hit, within how
-	// long (0: the store's 100 ms).
-	RedisWait        int
-	RedisWaitTimeout time.Duration
-	// DSN is the mysql store's go-sql-driver/mysql DSN or the postgres
-	// store's postgres:// URL.
-	DSN string
-	// Prefix names a database store's tables (Prefix + "fixed", Prefix +
-	// "state"); "" means the stores' "ratelab_".
+	Store StoreKind
+	Dir   string // base directory of the file store
+	// Server is the server of a registered kind (redis://host:port/db, a
+	// MariaDB DSN, a postgres:// URL), with the kind's own options in it.
+	Server string
+	// Prefix names a database store's tables or a Redis store's keys; ""
+	// means the store's own.
 	Prefix string
-	// Conns is how many connections a database store of one process may
-	// open; 0 means the store's default. serve shares the server's
-	// connections out among its workers; a CGI process needs one.
+	// Conns is how many connections the store of one process may open; 0
+	// means the store's default. serve shares a database's connections
+	// out among its workers; a CGI process needs one.
 	Conns      int
 	Limit      int
 	Window     time.Duration
@@ -89,12 +82,10 @@ type App struct {
 	// FrontToken, set by the host for its workers, is the secret with
 	// which their front vouches for the client address it passes on.
 	FrontToken string
-	// History, if set, is a directory in which every process records each
-	// hit it passes to its store, for package linearizability to check;
-	// HistoryFaults is how many kill and stop tokens of each kind there
-	// the processes look for (linearizability.PlantKills, PlantStops).
-	History       string
-	HistoryFaults int
+	// Wrap, if set, is "name:argument": every process puts its store
+	// inside the wrapper registered as name (RegisterWrap) — the recorder
+	// of package linearizability.
+	Wrap string
 }
 
 // RuleName and KeyPrefix make the original's key: rule "demo-start"
@@ -144,29 +135,11 @@ func (a App) Check() (CheckedApp, error) {
 
 // checkStore reports what a's store is missing.
 func (a App) checkStore() error {
-	switch a.Store {
-	case "memory":
-	case "file":
-		if a.Dir == "" {
-			return errors.New("harness: the file store needs a directory (-dir)")
-		}
-	case "redis":
-		if a.RedisURL == "" {
-			return errors.New("harness: the redis store needs a server (-redis redis://127.0.0.1:6379/0, or RATELAB_REDIS)")
-		}
-		return redisstore.Options{WaitReplicas: a.RedisWait, WaitTimeout: a.RedisWaitTimeout}.Check()
-	case "mysql":
-		if a.DSN == "" {
-			return errors.New("harness: the mysql store needs a database (-mysql 'user:password@tcp(127.0.0.1:3306)/ratelab', or RATELAB_DSN)")
-		}
-	case "postgres":
-		if a.DSN == "" {
-			return errors.New("harness: the postgres store needs a database (-postgres postgres://user:password@127.0.0.1:5432/ratelab, or RATELAB_DSN)")
-		}
-	default:
-		return fmt.Errorf("harness: unknown store %q: use memory, file, redis, mysql or postgres", a.Store)
+	k, err := kindOf(a.Store)
+	if err == nil && k.Check != nil {
+		err = k.Check(a)
 	}
-	return nil
+	return err
 }
 
 // Client is how the endpoint tells its clients apart: by the connection's
@@ -192,9 +165,10 @@ func (a App) Handler(logger *slog.Logger) (http.Handler, error) {
 	return c.handler(logger)
 }
 
-// handler is Handler of an App already checked.
+// handler is Handler of an App already checked. The store lives as long
+// as the process.
 func (c CheckedApp) handler(logger *slog.Logger) (http.Handler, error) {
-	store, _, err := c.newStore(logger)
+	store, err := c.newStore(logger)
 	if err != nil {
 		return nil, err
 	}
@@ -203,12 +177,9 @@ func (c CheckedApp) handler(logger *slog.Logger) (http.Handler, error) {
 
 // handlerFor builds the endpoint on store.
 func (c CheckedApp) handlerFor(store ratelab.Store, logger *slog.Logger) (http.Handler, error) {
-	if c.History != "" {
-		rec, err := linearizability.NewRecorder(c.History, c.HistoryFaults)
-		if err != nil {
-			return nil, err
-		}
-		store = rec.Store(store) // its file is closed when the process ends
+	store, err := wrap(c.Wrap, store)
+	if err != nil {
+		return nil, err
 	}
 	l, err := ratelab.NewLimiter(store, c.rule)
 	if err != nil {

@@ -16,7 +16,6 @@ import (
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/childproc"
-	"github.com/ratelab/ratelab/internal/lab/redisserver"
 )
 
 // The test binary is also every child process: childproc.RunIfChild turns a
@@ -26,9 +25,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func app(t *testing.T, store string) harness.App {
+func app(t *testing.T, store harness.StoreKind) harness.App {
 	a := harness.App{Store: store, Limit: 30, Window: time.Hour}
-	if store == "file" {
+	if store == harness.File {
 		a.Dir = t.TempDir()
 	}
 	return a
@@ -39,24 +38,24 @@ func app(t *testing.T, store string) harness.App {
 func TestModelsAndStores(t *testing.T) {
 	tests := []struct {
 		model     harness.Model
-		store     string
+		store     harness.StoreKind
 		requests  int
 		wantOK    int
 		wantFirst int // first 429 when sent one by one; 0 for none
 		wantProcs int
 	}{
-		{harness.Single, "memory", 40, 30, 31, 1},
-		{harness.Pool, "memory", 70, 60, 61, 2},
-		{harness.CGI, "memory", 40, 40, 0, 40},
-		{harness.Single, "file", 40, 30, 31, 1},
-		{harness.Pool, "file", 70, 30, 31, 2},
-		{harness.CGI, "file", 40, 30, 31, 40},
+		{harness.Single, harness.Memory, 40, 30, 31, 1},
+		{harness.Pool, harness.Memory, 70, 60, 61, 2},
+		{harness.CGI, harness.Memory, 40, 40, 0, 40},
+		{harness.Single, harness.File, 40, 30, 31, 1},
+		{harness.Pool, harness.File, 70, 30, 31, 2},
+		{harness.CGI, harness.File, 40, 30, 31, 40},
 	}
 	for _, tt := range tests {
 		for _, conc := range []int{1, 8} {
-			name := string(tt.model) + "/" + tt.store + "/one-by-one"
+			name := string(tt.model) + "/" + string(tt.store) + "/one-by-one"
 			if conc > 1 {
-				name = string(tt.model) + "/" + tt.store + "/burst"
+				name = string(tt.model) + "/" + string(tt.store) + "/burst"
 			}
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
@@ -87,19 +86,19 @@ func TestModelsAndStores(t *testing.T) {
 func TestChildFailuresAreLoud(t *testing.T) {
 	quiet := new(strings.Builder)
 	t.Run("worker exits before its ready line", func(t *testing.T) {
-		a := harness.App{Store: "file", Dir: filepath.Join(t.TempDir(), "missing"), Limit: 30, Window: time.Hour}
+		a := harness.App{Store: harness.File, Dir: filepath.Join(t.TempDir(), "missing"), Limit: 30, Window: time.Hour}
 		_, err := harness.Start(harness.Config{Model: harness.Single, App: a, Stderr: quiet})
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "did not start")
 		assert.Contains(t, err.Error(), "does not exist", "the child's stderr is in the error")
 	})
 	t.Run("binary that is not a ratelab child prints nothing", func(t *testing.T) {
-		_, err := harness.Start(harness.Config{Model: harness.Pool, Workers: 2, App: app(t, "memory"), Exe: "/bin/true", Stderr: quiet})
+		_, err := harness.Start(harness.Config{Model: harness.Pool, Workers: 2, App: app(t, harness.Memory), Exe: "/bin/true", Stderr: quiet})
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "did not start")
 	})
 	t.Run("cgi child that crashes", func(t *testing.T) {
-		h, err := harness.Start(harness.Config{Model: harness.CGI, App: app(t, "memory"), Exe: "/bin/false", Stderr: quiet})
+		h, err := harness.Start(harness.Config{Model: harness.CGI, App: app(t, harness.Memory), Exe: "/bin/false", Stderr: quiet})
 		require.NoError(t, err)
 		defer h.Close()
 		_, err = harness.Send(context.Background(), h.URL, harness.Workload{Requests: 1, Concurrency: 1})
@@ -107,7 +106,7 @@ func TestChildFailuresAreLoud(t *testing.T) {
 		assert.Contains(t, err.Error(), "unexpected 500")
 	})
 	t.Run("worker killed mid-run", func(t *testing.T) {
-		h, err := harness.Start(harness.Config{Model: harness.Pool, Workers: 2, App: app(t, "memory"), Stderr: quiet})
+		h, err := harness.Start(harness.Config{Model: harness.Pool, Workers: 2, App: app(t, harness.Memory), Stderr: quiet})
 		require.NoError(t, err)
 		_, err = harness.Send(context.Background(), h.URL, harness.Workload{Requests: 4, Concurrency: 1})
 		require.NoError(t, err)
@@ -129,12 +128,12 @@ func TestBadConfig(t *testing.T) {
 		cfg  harness.Config
 		want string
 	}{
-		{"unknown model", harness.Config{Model: "fpm", App: harness.App{Store: "memory", Limit: 1, Window: time.Hour}}, "unknown model"},
+		{"unknown model", harness.Config{Model: "fpm", App: harness.App{Store: harness.Memory, Limit: 1, Window: time.Hour}}, "unknown model"},
 		{"unknown store", harness.Config{Model: harness.Single, App: harness.App{Store: "apcu", Limit: 1, Window: time.Hour}}, "unknown store"},
-		{"zero limit", harness.Config{Model: harness.Single, App: harness.App{Store: "memory", Window: time.Hour}}, "limit 0 must be from 1"},
-		{"bad window", harness.Config{Model: harness.Single, App: harness.App{Store: "memory", Limit: 1}}, "whole number of seconds"},
-		{"file without dir", harness.Config{Model: harness.Single, App: harness.App{Store: "file", Limit: 1, Window: time.Hour}}, "needs a directory"},
-		{"no workers", harness.Config{Model: harness.Pool, App: harness.App{Store: "memory", Limit: 1, Window: time.Hour}}, "workers 0 must be from 1 to 64"},
+		{"zero limit", harness.Config{Model: harness.Single, App: harness.App{Store: harness.Memory, Window: time.Hour}}, "limit 0 must be from 1"},
+		{"bad window", harness.Config{Model: harness.Single, App: harness.App{Store: harness.Memory, Limit: 1}}, "whole number of seconds"},
+		{"file without dir", harness.Config{Model: harness.Single, App: harness.App{Store: harness.File, Limit: 1, Window: time.Hour}}, "needs a directory"},
+		{"no workers", harness.Config{Model: harness.Pool, App: harness.App{Store: harness.Memory, Limit: 1, Window: time.Hour}}, "workers 0 must be from 1 to 64"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -149,20 +148,20 @@ func TestBadConfig(t *testing.T) {
 // The demo's own verdict logic must fail a row whose counts are off, or a
 // demo could never exit non-zero.
 func TestRowFailsWhenCountsDiffer(t *testing.T) {
-	s := harness.Scenario{Model: harness.CGI, App: harness.App{Store: "memory", Limit: 30, Window: time.Hour}, Workload: harness.Workload{Requests: 40, Concurrency: 1}}
+	s := harness.Scenario{Model: harness.CGI, App: harness.App{Store: harness.Memory, Limit: 30, Window: time.Hour}, Workload: harness.Workload{Requests: 40, Concurrency: 1}}
 	ok, why := harness.Expect(s)
 	assert.Equal(t, 40, ok)
 	assert.Contains(t, why, "never 429")
-	s.App.Store = "file"
+	s.App.Store = harness.File
 	ok, _ = harness.Expect(s)
 	assert.Equal(t, 30, ok)
-	s.Model, s.App.Store, s.Workers, s.Workload.Requests = harness.Pool, "memory", 4, 130
+	s.Model, s.App.Store, s.Workers, s.Workload.Requests = harness.Pool, harness.Memory, 4, 130
 	ok, _ = harness.Expect(s)
 	assert.Equal(t, 120, ok)
 
 	// The same CGI scenario, run for real with the memory store, but judged
 	// against the file store's prediction: it must not pass.
-	s = harness.Scenario{Model: harness.CGI, App: app(t, "memory"), Workload: harness.Workload{Requests: 31, Concurrency: 1}}
+	s = harness.Scenario{Model: harness.CGI, App: app(t, harness.Memory), Workload: harness.Workload{Requests: 31, Concurrency: 1}}
 	row, err := harness.Run(context.Background(), s)
 	require.NoError(t, err)
 	require.True(t, row.Pass(), "problems: %v", row.Problems)
@@ -178,7 +177,7 @@ func TestRowFailsWhenCountsDiffer(t *testing.T) {
 // The workshop's login exercise: with a fail-closed file store, a request
 // whose state cannot be reached gets 503, and recovers when it can.
 func TestFailClosedServesServiceUnavailable(t *testing.T) {
-	a := app(t, "file")
+	a := app(t, harness.File)
 	a.FailPolicy = ratelab.FailClosed
 	h, err := harness.Start(harness.Config{Model: harness.Single, App: a, Stderr: new(strings.Builder)})
 	require.NoError(t, err)
@@ -201,31 +200,21 @@ func TestFailClosedServesServiceUnavailable(t *testing.T) {
 }
 
 // Beyond one host: two hosts, each with its own files, let 2 × limit
-// through; Redis, shared by every process on both, holds the limit.
-func TestTwoHostsAndRedis(t *testing.T) {
-	srv := redisserver.ForTest(t)
-	c := srv.Client()
-	defer c.Close()
+// through, and two hosts of workers with their own maps 2 × workers × limit
+// (Redis, which holds the limit, is package beyondonehost's).
+func TestTwoHosts(t *testing.T) {
 	tests := []struct {
-		model    harness.Model
-		store    string
+		store    harness.StoreKind
 		wantOK   int
 		wantProc int
 	}{
-		{harness.TwoHosts, "file", 60, 4},
-		{harness.TwoHosts, "redis", 30, 4},
-		{harness.TwoHosts, "memory", 70, 4},
-		{harness.CGI, "redis", 30, 70},
+		{harness.File, 60, 4},
+		{harness.Memory, 70, 4},
 	}
 	for _, tt := range tests {
 		for _, conc := range []int{1, 8} {
-			t.Run(fmt.Sprintf("%s/%s/concurrency-%d", tt.model, tt.store, conc), func(t *testing.T) {
-				require.NoError(t, c.FlushDB(context.Background()).Err())
-				a := app(t, tt.store)
-				if tt.store == "redis" {
-					a.RedisURL = srv.URL()
-				}
-				row, err := harness.Run(context.Background(), harness.Scenario{Model: tt.model, App: a, Workers: 2,
+			t.Run(fmt.Sprintf("%s/concurrency-%d", tt.store, conc), func(t *testing.T) {
+				row, err := harness.Run(context.Background(), harness.Scenario{Model: harness.TwoHosts, App: app(t, tt.store), Workers: 2,
 					Workload: harness.Workload{Requests: 70, Concurrency: conc}})
 				require.NoError(t, err)
 				assert.Equal(t, tt.wantOK, row.OK, "200s")
@@ -238,29 +227,11 @@ func TestTwoHostsAndRedis(t *testing.T) {
 
 // The workers' own result lines are checked against what the client saw.
 func TestWorkersTallyMustMatchTheClient(t *testing.T) {
-	row, err := harness.Run(context.Background(), harness.Scenario{Model: harness.Pool, App: app(t, "memory"), Workers: 2,
+	row, err := harness.Run(context.Background(), harness.Scenario{Model: harness.Pool, App: app(t, harness.Memory), Workers: 2,
 		Workload: harness.Workload{Requests: 5, Concurrency: 1}})
 	require.NoError(t, err)
 	require.Empty(t, row.Problems)
 	row.OK-- // as if the client had miscounted one 200
 	row.Throttled++
 	assert.Contains(t, strings.Join(harness.Recheck(row).Problems, "; "), "workers report 5 allowed and 0 throttled, the client saw 4 and 1")
-}
-
-// Fail-local is the in-memory store as a fallback: with the shared store
-// out, a pool lets workers × limit through and CGI every request — no
-// better than fail-open there. Every row must show it, as the demo claims.
-func TestOutageDemoFailLocalIsTheLessonAgain(t *testing.T) {
-	for _, p := range []ratelab.FailPolicy{ratelab.FailLocal, ratelab.FailOpen} {
-		a := harness.App{Limit: 30, Window: time.Hour, FailPolicy: p, Now: time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)}
-		rep, err := harness.OutageDemo(context.Background(), a, 2, harness.Workload{Requests: 70, Concurrency: 8}, nil)
-		require.NoError(t, err)
-		want := map[ratelab.FailPolicy][]int{ratelab.FailLocal: {30, 60, 70, 30, 60, 70}, ratelab.FailOpen: {70, 70, 70, 70, 70, 70}}[p]
-		var got []int
-		for _, row := range rep.Rows {
-			got = append(got, row.OK)
-			assert.True(t, row.Pass(), "%v %s: %v", p, row.Model, row.Problems)
-		}
-		assert.Equal(t, want, got, "fail %v: 200s of single, pool, cgi, one by one then as a burst", p)
-	}
 }

@@ -14,8 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/internal/lab/redisserver"
-	"github.com/ratelab/ratelab/internal/syncbuf"
 )
 
 // clientFrom returns an HTTP client whose connections come from the
@@ -46,7 +44,7 @@ func post(t *testing.T, c *http.Client, url string, hdr ...string) int {
 func TestEachClientItsOwnBucketBehindTheFront(t *testing.T) {
 	for _, model := range []harness.Model{harness.Single, harness.Pool, harness.TwoHosts, harness.CGI} {
 		t.Run(string(model), func(t *testing.T) {
-			a := app(t, "file")
+			a := app(t, harness.File)
 			a.Limit = 3
 			h, err := harness.Start(harness.Config{Model: model, App: a, Workers: 2, Stderr: new(strings.Builder)})
 			require.NoError(t, err)
@@ -75,7 +73,7 @@ func TestEachClientItsOwnBucketBehindTheFront(t *testing.T) {
 func TestFrontCutsIdleAndSlowClients(t *testing.T) {
 	to := harness.DefaultTimeouts()
 	to.ReadHeader, to.Read, to.Idle = 300*time.Millisecond, 600*time.Millisecond, 300*time.Millisecond
-	h, err := harness.Start(harness.Config{Model: harness.Single, App: app(t, "memory"), Timeouts: to, Stderr: new(strings.Builder)})
+	h, err := harness.Start(harness.Config{Model: harness.Single, App: app(t, harness.Memory), Timeouts: to, Stderr: new(strings.Builder)})
 	require.NoError(t, err)
 	defer h.Close()
 	addr := strings.TrimPrefix(strings.TrimSuffix(h.URL, "/demo"), "http://")
@@ -114,7 +112,7 @@ func TestFrontCutsIdleAndSlowClients(t *testing.T) {
 // serve's single worker counts its decisions by policy and outcome and
 // serves them at /metrics in the Prometheus text format.
 func TestMetricsAtSlashMetrics(t *testing.T) {
-	a := app(t, "memory")
+	a := app(t, harness.Memory)
 	a.Limit = 2
 	h, err := harness.Start(harness.Config{Model: harness.Single, App: a, Stderr: new(strings.Builder)})
 	require.NoError(t, err)
@@ -131,50 +129,3 @@ func TestMetricsAtSlashMetrics(t *testing.T) {
 	assert.Contains(t, string(body), `ratelab_requests_total{policy="demo-start",outcome="throttled"} 1`)
 }
 
-// The endpoint under CGI, every request a new process, counting in a
-// three-primary Redis Cluster named by a cluster URL: 429 from #31.
-func TestCGIThrottlesOnARedisCluster(t *testing.T) {
-	if !redisserver.Available() {
-		t.Skip("redis-server not found: install it with " + redisserver.InstallHint)
-	}
-	cl := redisserver.ClusterForTest(t)
-	a := harness.App{Store: "redis", RedisURL: cl.URL(), Limit: 30, Window: time.Hour}
-	h, err := harness.Start(harness.Config{Model: harness.CGI, App: a, Stderr: new(strings.Builder)})
-	require.NoError(t, err)
-	defer h.Close()
-	c := clientFrom("127.0.0.2")
-	first429 := 0
-	for i := 1; i <= 32; i++ {
-		if post(t, c, h.URL) == http.StatusTooManyRequests && first429 == 0 {
-			first429 = i
-		}
-	}
-	assert.Equal(t, 31, first429)
-}
-
-// A worker's log is one format: go-redis's own lines (a dial that failed)
-// are records of the worker's logger, as the store's are, not lines of
-// the log package's format in between (the newcomer's finding, under a
-// pool with Redis down).
-func TestWorkersLogGoRedisAsTheirOwnRecords(t *testing.T) {
-	for _, model := range []harness.Model{harness.Pool, harness.CGI} {
-		t.Run(string(model), func(t *testing.T) {
-			a := app(t, "redis")
-			a.RedisURL = harness.Unreachable
-			var logged syncbuf.Buffer
-			h, err := harness.Start(harness.Config{Model: model, App: a, Workers: 1, Stderr: &logged})
-			require.NoError(t, err)
-			assert.Equal(t, http.StatusOK, post(t, clientFrom("127.0.0.2"), h.URL), "fail-open lets the hit through")
-			require.NoError(t, h.Close())
-			lines := strings.Split(strings.TrimSpace(logged.String()), "\n")
-			var goRedis int
-			for _, l := range lines {
-				if strings.Contains(l, "failed to dial") { // go-redis's line
-					goRedis++
-					assert.True(t, strings.HasPrefix(l, "time="), "a go-redis line in another format: %q", l)
-				}
-			}
-			assert.Positive(t, goRedis, "no go-redis line among %q", lines)
-		})
-	}
-}

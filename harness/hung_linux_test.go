@@ -28,7 +28,7 @@ func TestFrontKillsAHungWorker(t *testing.T) {
 	to := harness.DefaultTimeouts()
 	to.Worker = 300 * time.Millisecond
 	var log syncbuf.Buffer
-	h, err := harness.Start(harness.Config{Model: harness.Pool, Workers: 2, App: app(t, "file"), Timeouts: to, Stderr: &log})
+	h, err := harness.Start(harness.Config{Model: harness.Pool, Workers: 2, App: app(t, harness.File), Timeouts: to, Stderr: &log})
 	require.NoError(t, err)
 	hung := h.Pids()[0]
 	p, err := os.FindProcess(hung)

@@ -32,7 +32,7 @@ import (
 // and the seat's token vouches at no other.
 func TestADeadWorkersSeatIsRefilledAndNobodyCanTakeIt(t *testing.T) {
 	var log syncbuf.Buffer
-	h, err := harness.Start(harness.Config{Model: harness.Pool, Workers: 2, App: app(t, "file"), Stderr: &log})
+	h, err := harness.Start(harness.Config{Model: harness.Pool, Workers: 2, App: app(t, harness.File), Stderr: &log})
 	require.NoError(t, err)
 	closed := false
 	t.Cleanup(func() {
@@ -85,7 +85,7 @@ func TestADeadWorkersSeatIsRefilledAndNobodyCanTakeIt(t *testing.T) {
 // the worker had in hand when it died are answered 502, and not
 // counted.)
 func TestRequestsSentAfterADeathWaitForTheNextWorker(t *testing.T) {
-	h, err := harness.Start(harness.Config{Model: harness.Single, App: app(t, "file"), Stderr: io.Discard})
+	h, err := harness.Start(harness.Config{Model: harness.Single, App: app(t, harness.File), Stderr: io.Discard})
 	require.NoError(t, err)
 	p, err := os.FindProcess(h.Pids()[0])
 	require.NoError(t, err)
@@ -104,7 +104,7 @@ func TestRequestsSentAfterADeathWaitForTheNextWorker(t *testing.T) {
 // says so when it happens.
 func TestASeatStaysEmptyPastTheDeathCap(t *testing.T) {
 	var log syncbuf.Buffer
-	h, err := harness.Start(harness.Config{Model: harness.Single, App: app(t, "memory"), Stderr: &log})
+	h, err := harness.Start(harness.Config{Model: harness.Single, App: app(t, harness.Memory), Stderr: &log})
 	require.NoError(t, err)
 	const most = 2*1 + 2 // one seat
 	for death := 1; death <= most+1; death++ {
@@ -138,7 +138,7 @@ func TestASeatStaysEmptyPastTheDeathCap(t *testing.T) {
 // non-blocking again. The front says the seat stays empty, and stops.
 func TestASeatNobodyCanTakeIsReportedAndTheFrontStops(t *testing.T) {
 	var log syncbuf.Buffer
-	a := app(t, "file")
+	a := app(t, harness.File)
 	h, err := harness.Start(harness.Config{Model: harness.Pool, Workers: 2, App: a, Stderr: &log})
 	require.NoError(t, err)
 	dir := filepath.Join(a.Dir, fixedfilestore.DirName)

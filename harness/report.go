@@ -55,24 +55,25 @@ func Expect(s Scenario) (ok int, why string) {
 		}
 		return ok
 	}
+	k, err := kindOf(s.App.Store)
 	switch {
+	case err != nil:
+		return 0, err.Error()
 	case s.Outage && s.App.FailPolicy != ratelab.FailLocal:
 		return n, "never 429: the store cannot answer, and fail-open lets every hit through uncounted"
 	case s.Outage: // fail-local: the memory store's counts, for another reason
-		ok, _ := Expect(Scenario{Model: s.Model, App: App{Store: "memory", Limit: limit}, Workers: s.Workers, Workload: s.Workload})
+		ok, _ := Expect(Scenario{Model: s.Model, App: App{Store: Memory, Limit: limit}, Workers: s.Workers, Workload: s.Workload})
 		return ok, map[Model]string{
 			Single: fmt.Sprintf("429 from #%d: each process decides alone, and there is one", limit+1),
 			Pool:   fmt.Sprintf("%d workers × %d = %d let through: each worker decides alone", s.Workers, limit, s.Workers*limit),
 			CGI:    "never 429: each process decides alone and serves one request — no better than fail-open",
 		}[s.Model]
-	case s.App.Store == "redis":
-		return min(n, limit), fmt.Sprintf("429 from #%d: every process on every host shares one Redis", limit+1)
-	case s.App.Store == "mysql" || s.App.Store == "postgres":
-		return min(n, limit), fmt.Sprintf("429 from #%d: every process on every host shares one database", limit+1)
-	case s.App.Store == "file" && s.Model == TwoHosts:
+	case k.Reach == AllHosts:
+		return min(n, limit), fmt.Sprintf("429 from #%d: every process on every host shares %s", limit+1, k.Shares)
+	case k.Reach == OneMachine && s.Model == TwoHosts:
 		return shares(2), fmt.Sprintf("2 hosts × %d = %d let through: flock(2) stops at each machine's edge", limit, 2*limit)
-	case s.App.Store == "file":
-		return min(n, limit), fmt.Sprintf("429 from #%d in every model: all processes share one file", limit+1)
+	case k.Reach == OneMachine:
+		return min(n, limit), fmt.Sprintf("429 from #%d in every model: all processes share %s", limit+1, k.Shares)
 	case s.Model == TwoHosts:
 		return shares(2 * s.Workers), fmt.Sprintf("%d workers × %d: each worker's map counts only its share", 2*s.Workers, limit)
 	}
@@ -195,78 +196,35 @@ func (r Report) Pass() bool {
 // Demo runs every model with one store, first one request at a time, then
 // as a concurrent burst. The file store of each row starts empty, in a
 // directory of its own under dir.
-func Demo(ctx context.Context, store string, app App, workers int, w Workload, dir string, progress io.Writer) (Report, error) {
-	var rows []modelStore
+func Demo(ctx context.Context, app App, workers int, w Workload, dir string, progress io.Writer) (Report, error) {
+	var cases []Case
 	for _, m := range Models() {
-		rows = append(rows, modelStore{m, store})
+		cases = append(cases, Case{m, app})
 	}
-	return runRows(ctx, Report{Store: store}, rows, app, workers, w, dir, nil, progress, nil)
+	return RunCases(ctx, Report{Store: string(app.Store)}, cases, workers, w, dir, nil, progress)
 }
 
-// Unreachable is the Redis of OutageDemo: a port on loopback that nobody
-// listens on, so every connection is refused at once.
-const Unreachable = "redis://127.0.0.1:1/0"
-
-// OutageDemo runs every model, one by one and as a burst, with a shared
-// store that cannot answer — a Redis nobody listens for — under
-// app.FailPolicy: fail-open lets every hit through; fail-local decides in
-// each process alone, which is the in-memory store's lesson again.
-func OutageDemo(ctx context.Context, app App, workers int, w Workload, progress io.Writer) (Report, error) {
-	app.RedisURL = Unreachable
-	var rows []modelStore
-	for _, m := range Models() {
-		rows = append(rows, modelStore{m, "redis"})
-	}
-	rep := Report{Store: "redis (nobody listening) fail=" + app.FailPolicy.String(), Outage: true}
-	return runRows(ctx, rep, rows, app, workers, w, "", nil, progress, nil)
+// Case is one row of a demonstration, before its workload: a model and
+// the app it serves.
+type Case struct {
+	Model Model
+	App   App
 }
 
-// RedisDemo runs the two-hosts model with the file store and with Redis,
-// and Redis under the other models, one by one and as a burst. reset runs
-// before every row so that each starts with an empty Redis.
-func RedisDemo(ctx context.Context, app App, workers int, w Workload, dir, redisURL string, reset func() error, progress io.Writer) (Report, error) {
-	app.RedisURL = redisURL
-	rows := []modelStore{{TwoHosts, "file"}, {TwoHosts, "redis"}, {Single, "redis"}, {Pool, "redis"}, {CGI, "redis"}}
-	return runRows(ctx, Report{Store: "file, redis"}, rows, app, workers, w, dir, reset, progress, nil)
-}
-
-// DatabaseDemo runs the two-hosts model with the file store, then with
-// each database store whose DSN dsns holds ("mysql", "postgres"), one by
-// one and as a burst. reset runs before every row so that each starts with
-// empty tables.
-func DatabaseDemo(ctx context.Context, app App, workers int, w Workload, dir string, dsns map[string]string, reset func() error, progress io.Writer) (Report, error) {
-	rows := []modelStore{{TwoHosts, "file"}}
-	for _, st := range []string{"mysql", "postgres"} {
-		if dsns[st] != "" {
-			rows = append(rows, modelStore{TwoHosts, st})
-		}
-	}
-	return runRows(ctx, Report{Store: "file, databases"}, rows, app, workers, w, dir, reset, progress, dsns)
-}
-
-type modelStore struct {
-	model Model
-	store string
-}
-
-// runRows runs each row one request at a time, then each as a burst if the
-// workload has one, each on a fresh host with fresh state: a new directory
-// under dir for the file store, and reset (if not nil) before every row.
-// dsns are the database stores' DSNs, by store.
-func runRows(ctx context.Context, rep Report, rows []modelStore, app App, workers int, w Workload, dir string, reset func() error, progress io.Writer, dsns map[string]string) (Report, error) {
+// RunCases runs each case one request at a time, then each as a burst if
+// the workload has one, each on a fresh host with fresh state: a new
+// directory under dir for the file store, and reset (if not nil) before
+// every row.
+func RunCases(ctx context.Context, rep Report, cases []Case, workers int, w Workload, dir string, reset func() error, progress io.Writer) (Report, error) {
 	modes := []Workload{{Requests: w.Requests, Concurrency: 1}, w}
 	if !w.Burst() {
 		modes = modes[:1]
 	}
 	for _, mode := range modes {
-		for _, r := range rows {
-			a := app
-			a.Store = r.store
-			if dsn, ok := dsns[r.store]; ok {
-				a.DSN = dsn
-			}
-			if r.store == "file" {
-				d, err := os.MkdirTemp(dir, string(r.model)+"-")
+		for _, c := range cases {
+			a := c.App
+			if a.Store == File {
+				d, err := os.MkdirTemp(dir, string(c.Model)+"-")
 				if err != nil {
 					return rep, err
 				}
@@ -278,9 +236,9 @@ func runRows(ctx context.Context, rep Report, rows []modelStore, app App, worker
 				}
 			}
 			if progress != nil {
-				fmt.Fprintf(progress, "running %s / %s / %s …\n", r.model, r.store, modeName(mode))
+				fmt.Fprintf(progress, "running %s / %s / %s …\n", c.Model, a.Store, modeName(mode))
 			}
-			s := Scenario{Model: r.model, App: a, Workers: workers, Workload: mode, Outage: rep.Outage}
+			s := Scenario{Model: c.Model, App: a, Workers: workers, Workload: mode, Outage: rep.Outage}
 			if rep.Outage {
 				s.Stderr = io.Discard // a warning per hit, each the fail policy doing its job
 			}

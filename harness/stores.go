@@ -6,141 +6,214 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-
-	"github.com/redis/go-redis/v9"
+	"slices"
+	"strings"
+	"sync"
 
 	"github.com/ratelab/ratelab"
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
-	mysqlstore "github.com/ratelab/ratelab/mysql_store"
-	postgresstore "github.com/ratelab/ratelab/postgres_store"
-	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
-// workerLogger is the log of a process that serves requests, to w; it is
-// go-redis's too (its logger is one per process), so that a dial that
-// failed is a record like the store's, not a line of another format.
-func workerLogger(w io.Writer) *slog.Logger {
-	logger := slog.New(slog.NewTextHandler(w, nil))
-	redis.SetLogger(redisstore.GoRedisLog{Logger: logger})
-	return logger
+// StoreKind names a kind of store the harness can run in each of its
+// processes: "memory" and "file", the lesson's, and any other kind a
+// package registers (Register), as database/sql's drivers register.
+type StoreKind string
+
+// The lesson's kinds.
+const (
+	Memory StoreKind = "memory"
+	File   StoreKind = "file"
+)
+
+// Reach says which processes see one store's state: what the lesson is
+// about.
+type Reach int
+
+const (
+	// OneProcess: each process its own state (a map in its memory).
+	OneProcess Reach = iota
+	// OneMachine: every process of one machine (files under flock(2)).
+	OneMachine
+	// AllHosts: every process on every host that reaches one server.
+	AllHosts
+)
+
+// Kind is how the harness runs one kind of store.
+type Kind struct {
+	// Reach says which processes share the store's state.
+	Reach Reach
+	// Shares names, for a verdict, what the processes share: "one file",
+	// "one Redis".
+	Shares string
+	// Check reports what an App lacks for this kind, before any process
+	// starts; nil checks nothing.
+	Check func(a App) error
+	// Open makes the store of one process, and what releases it (never
+	// nil); the process then puts it behind a's fail policy.
+	Open func(a App, log *slog.Logger) (ratelab.Store, io.Closer, error)
+	// Prepare, if not nil, gets a store made by Open ready for its first
+	// hit, as a CGI process must since none outlives its request (a
+	// database store connects and creates its tables). An error wrapping
+	// ErrConfig is a configuration error; any other is an outage, which
+	// the fail policy decides once hits come.
+	Prepare func(ctx context.Context, s ratelab.Store) error
 }
 
-// newStore makes the process's store, and returns it with what closes
-// its connections. Called once per process, it is exactly what the lesson
-// is about: a memory store made here lives and dies with this process;
-// the others keep their states outside it.
-func (a App) newStore(logger *slog.Logger) (ratelab.Store, func() error, error) {
-	nothing := func() error { return nil }
-	// !+store
-	switch a.Store {
-	case "memory":
-		return new(brokeninmemory.Store), nothing, nil
-	case "file":
-		s, err := fixedfilestore.New(a.Dir, fixedfilestore.Options{FailPolicy: a.FailPolicy, Logger: logger})
-		return s, nothing, err
-	case "redis":
-		c, err := redisstore.NewClient(a.RedisURL, 0)
-		if err != nil {
-			return nil, nil, err
-		}
-		s, err := redisstore.New(c, redisstore.Options{FailPolicy: a.FailPolicy, Logger: logger,
-			WaitReplicas: a.RedisWait, WaitTimeout: a.RedisWaitTimeout})
-		return s, c.Close, err
-	case "mysql":
-		db, err := mysqlstore.OpenDB(a.DSN, 0, a.Conns)
-		if err != nil {
-			return nil, nil, err
-		}
-		s, err := mysqlstore.New(db, mysqlstore.Options{FailPolicy: a.FailPolicy, Logger: logger, Prefix: a.Prefix})
-		return s, db.Close, err
-	case "postgres":
-		pool, err := postgresstore.OpenPool(a.DSN, 0, a.Conns)
-		if err != nil {
-			return nil, nil, err
-		}
-		s, err := postgresstore.New(pool, postgresstore.Options{FailPolicy: a.FailPolicy, Logger: logger, Prefix: a.Prefix})
-		return s, func() error { pool.Close(); return nil }, err
-	}
-	// !-store
-	return nil, nil, fmt.Errorf("harness: unknown store %q", a.Store)
-}
-
-// ErrConfig is wrapped by the errors of Prepare and CheckDatabase when the
-// store's server refused the settings or the DSN cannot be parsed: a
-// configuration error to fix before serving.
+// ErrConfig is wrapped by the errors of a Kind's Prepare when the store's
+// server refused the settings or they cannot be parsed: a configuration
+// error to fix before serving.
 var ErrConfig = errors.New("harness: configuration error")
 
-// serverChecker is a database store: it connects and creates its tables
-// if they are missing, refused settings wrapping its package's
-// ErrRefused.
-type serverChecker interface {
-	CheckServer(ctx context.Context) error
-	HasTables(ctx context.Context) (bool, error)
-	Connections(ctx context.Context) (int, error)
-	Clear(ctx context.Context) error
+var kinds = struct {
+	sync.RWMutex
+	m map[StoreKind]Kind
+}{m: map[StoreKind]Kind{
+	Memory: {Reach: OneProcess, Shares: "one map",
+		Open: func(App, *slog.Logger) (ratelab.Store, io.Closer, error) {
+			return new(brokeninmemory.Store), nopCloser{}, nil
+		}},
+	// !+store
+	File: {Reach: OneMachine, Shares: "one file",
+		Check: func(a App) error {
+			if a.Dir == "" {
+				return errors.New("harness: the file store needs a directory (-dir)")
+			}
+			return nil
+		},
+		Open: func(a App, log *slog.Logger) (ratelab.Store, io.Closer, error) {
+			s, err := fixedfilestore.New(a.Dir, fixedfilestore.Options{Logger: log})
+			return s, s, err
+		}},
+	// !-store
+}}
+
+// Register makes kind runnable by the harness, in every process that
+// registered it: a package whose store the harness runs registers it in
+// an init function, and a binary that re-executes itself as the
+// harness's children imports that package, as a program imports a
+// database/sql driver. It panics if kind is registered twice or k has
+// no Open.
+func Register(kind StoreKind, k Kind) {
+	kinds.Lock()
+	defer kinds.Unlock()
+	if _, dup := kinds.m[kind]; dup || k.Open == nil {
+		panic(fmt.Sprintf("harness: Register(%q): registered twice, or without Open", kind))
+	}
+	kinds.m[kind] = k
 }
 
-// Prepare gets a database store made by newStore ready to take hits, as
-// every process of the cgi model must, since no process outlives its
-// request: it connects and creates the tables if they are missing. Other
-// stores need nothing. An error wrapping ErrConfig is a configuration
-// error (refused credentials, a missing database); any other error is an
-// outage, which the fail policy handles once hits come.
-func Prepare(ctx context.Context, store ratelab.Store) error {
-	c, ok := store.(serverChecker)
-	if !ok {
+// Kinds returns the kinds registered in this process, sorted.
+func Kinds() []StoreKind {
+	kinds.RLock()
+	defer kinds.RUnlock()
+	out := make([]StoreKind, 0, len(kinds.m))
+	for k := range kinds.m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// kindOf returns the Kind registered as k.
+func kindOf(k StoreKind) (Kind, error) {
+	kinds.RLock()
+	defer kinds.RUnlock()
+	if kind, ok := kinds.m[k]; ok {
+		return kind, nil
+	}
+	return Kind{}, fmt.Errorf("harness: unknown store %q: this binary runs %v", k, Kinds())
+}
+
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }
+
+// workerLogger is the log of a process that serves requests, to w.
+func workerLogger(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+// procStore is the store of one process: behind its fail policy, with
+// its kind and the store as the kind made it.
+type procStore struct {
+	ratelab.Store // behind the fail policy
+	io.Closer
+	raw  ratelab.Store
+	kind Kind
+}
+
+// prepare runs the kind's Prepare, if it has one.
+func (p procStore) prepare(ctx context.Context) error {
+	if p.kind.Prepare == nil {
 		return nil
 	}
-	err := c.CheckServer(ctx)
-	if errors.Is(err, mysqlstore.ErrRefused) || errors.Is(err, postgresstore.ErrRefused) {
-		return fmt.Errorf("%w: %w", ErrConfig, err)
-	}
-	return err
+	return p.kind.Prepare(ctx, p.raw)
 }
 
-// CheckDatabase connects the mysql or postgres store to its database,
-// creates its tables if they are missing, and returns how many client
-// connections the server accepts. Errors are Prepare's; a bad DSN wraps
-// ErrConfig too.
-func (a App) CheckDatabase(ctx context.Context) (connections int, err error) {
-	err = a.withDatabase(func(s serverChecker) (err error) {
-		if err = Prepare(ctx, s.(ratelab.Store)); err == nil {
-			connections, err = s.Connections(ctx)
-		}
-		return err
-	})
-	return connections, err
-}
-
-// HasTables reports whether the database of the mysql or postgres store
-// holds either of the store's tables, under a.Prefix; it creates nothing.
-func (a App) HasTables(ctx context.Context) (has bool, err error) {
-	err = a.withDatabase(func(s serverChecker) (err error) {
-		has, err = s.HasTables(ctx)
-		return err
-	})
-	return has, err
-}
-
-// ClearStates deletes every state from the tables of the mysql or
-// postgres store, under a.Prefix, and leaves the tables: a demonstration's
-// next run starts afresh.
-func (a App) ClearStates(ctx context.Context) error {
-	return a.withDatabase(func(s serverChecker) error { return s.Clear(ctx) })
-}
-
-// withDatabase runs f on a store of a's database with one connection, and
-// closes it.
-func (a App) withDatabase(f func(serverChecker) error) error {
-	if a.Store != "mysql" && a.Store != "postgres" {
-		return fmt.Errorf("%w: store %q has no database", ErrConfig, a.Store)
-	}
-	a.Conns = 1
-	store, closeStore, err := a.newStore(slog.New(slog.DiscardHandler))
+// newStore makes the process's store, behind a's fail policy. Called once
+// per process, it is exactly what the lesson is about: a memory store
+// made here lives and dies with this process; the others keep their
+// states outside it.
+func (a App) newStore(logger *slog.Logger) (procStore, error) {
+	k, err := kindOf(a.Store)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrConfig, err)
+		return procStore{}, err
 	}
-	defer closeStore()
-	return f(store.(serverChecker))
+	s, closer, err := k.Open(a, logger)
+	if err != nil {
+		return procStore{}, err
+	}
+	var local ratelab.Store
+	if a.FailPolicy == ratelab.FailLocal {
+		local = &brokeninmemory.Store{MaxKeys: brokeninmemory.FallbackKeys}
+	}
+	safe, err := ratelab.WithFailPolicy(s, a.FailPolicy, local, logger)
+	if err != nil {
+		closer.Close()
+		return procStore{}, err
+	}
+	return procStore{Store: safe, Closer: closer, raw: s, kind: k}, nil
+}
+
+var wrappers = struct {
+	sync.RWMutex
+	m map[string]func(arg string, s ratelab.Store) (ratelab.Store, error)
+}{m: map[string]func(string, ratelab.Store) (ratelab.Store, error){}}
+
+// RegisterWrap registers a wrapper of each process's store, which an
+// App names in its Wrap as "name:argument": package linearizability's
+// recorder registers one. It panics if name is registered twice.
+func RegisterWrap(name string, wrap func(arg string, s ratelab.Store) (ratelab.Store, error)) {
+	wrappers.Lock()
+	defer wrappers.Unlock()
+	if _, dup := wrappers.m[name]; dup {
+		panic(fmt.Sprintf("harness: RegisterWrap(%q) twice", name))
+	}
+	wrappers.m[name] = wrap
+}
+
+// wrap puts s inside the wrapper spec names ("name:argument"); "" is s.
+func wrap(spec string, s ratelab.Store) (ratelab.Store, error) {
+	if spec == "" {
+		return s, nil
+	}
+	name, arg, _ := strings.Cut(spec, ":")
+	wrappers.RLock()
+	w, ok := wrappers.m[name]
+	wrappers.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("harness: no wrapper %q registered in this binary", name)
+	}
+	return w(arg, s)
+}
+
+// OpenStore makes a's store in this process, behind a's fail policy, as
+// every process the harness starts makes its own, and returns it with
+// what releases it: for a child of another package's that hits a store of
+// any registered kind.
+func OpenStore(a App, logger *slog.Logger) (ratelab.Store, io.Closer, error) {
+	if err := a.checkStore(); err != nil {
+		return nil, nil, err
+	}
+	s, err := a.newStore(logger)
+	return s.Store, s.Closer, err
 }

@@ -41,7 +41,7 @@ func startTwoHosts(cfg Config) ([]*worker, error) {
 	var hosts [2][]*worker
 	for i := range hosts {
 		c := cfg
-		if c.App.Store == "file" {
+		if c.App.Store == File {
 			c.App.Dir = filepath.Join(cfg.App.Dir, fmt.Sprintf("host-%c", 'a'+i))
 			if err := os.MkdirAll(c.App.Dir, 0o700); err != nil {
 				return nil, err

@@ -24,12 +24,16 @@ func Example_fileStoreInAnApp() {
 	base, _ := os.MkdirTemp("", "app-")
 	defer os.RemoveAll(base)
 
-	store, err := fixedfilestore.New(base, fixedfilestore.Options{FailPolicy: ratelab.FailClosed})
+	store, err := fixedfilestore.New(base, fixedfilestore.Options{})
 	if err != nil {
 		log.Fatal(err) // a missing or unusable directory: a configuration error, found at start
 	}
 	defer store.Close()
-	limiter, err := ratelab.NewLimiter(store,
+	closed, err := ratelab.WithFailPolicy(store, ratelab.FailClosed, nil, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	limiter, err := ratelab.NewLimiter(closed,
 		ratelab.Rule{Name: "login", Limit: 5, Window: 15 * time.Minute, Algorithm: ratelab.SlidingLog})
 	if err != nil {
 		log.Fatal(err)

@@ -16,7 +16,7 @@ import (
 	"github.com/ratelab/ratelab"
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 	"github.com/ratelab/ratelab/httplimit"
-	"github.com/ratelab/ratelab/internal/lab/storetest"
+	"github.com/ratelab/ratelab/lab/storetest"
 )
 
 // Header conformance, case by case: the status, Retry-After (an integer,
@@ -54,7 +54,7 @@ func TestHeaderCases(t *testing.T) {
 			new(brokeninmemory.Store), []ratelab.Rule{minute}, 3,
 			want{200, "", `"per-minute";r=0;t=60`, `"per-minute";q=2;w=60`, httplimit.DryRunRefused, "per-minute", true, "would have been refused"}},
 		{"fail-open: passes, counted as not counted, no state claimed", nil,
-			storetest.Stub{D: ratelab.Decision{Allowed: true, Remaining: 1, ResetAfter: time.Minute, NotCounted: errors.New("disk gone")}},
+			storetest.Stub{D: ratelab.Decision{Allowed: true, Remaining: 1, ResetAfter: time.Minute, Source: ratelab.Uncounted, Cause: errors.New("disk gone")}},
 			[]ratelab.Rule{minute}, 1,
 			want{200, "", "", `"per-minute";q=2;w=60`, httplimit.NotCounted, "per-minute", true, ""}},
 		{"fail-closed: 503, no fields", nil, storetest.Stub{Err: ratelab.ErrUnavailable}, []ratelab.Rule{minute}, 1,

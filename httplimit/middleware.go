@@ -159,7 +159,7 @@ func (l *limited) answer(w http.ResponseWriter, r *http.Request, k string) {
 		wait = d.RetryAfter
 	}
 	t := strconv.FormatInt(ratelab.CeilSeconds(wait), 10)
-	if !d.Uncounted() {
+	if d.Source != ratelab.Uncounted {
 		h.Set("RateLimit", fmt.Sprintf("%q;r=%d;t=%s", d.Rule.Name, d.Remaining, t))
 	}
 	switch {
@@ -183,10 +183,10 @@ func (l *limited) answer(w http.ResponseWriter, r *http.Request, k string) {
 // let through uncounted (fail-open), or allowed by this process alone
 // (fail-local).
 func allowedOutcome(d ratelab.Decision) string {
-	switch {
-	case d.Local:
+	switch d.Source {
+	case ratelab.Local:
 		return LocalAllowed
-	case d.NotCounted != nil:
+	case ratelab.Uncounted:
 		return NotCounted
 	}
 	return Allowed
@@ -194,7 +194,7 @@ func allowedOutcome(d ratelab.Decision) string {
 
 // refusedOutcome is the Metrics outcome of a refused decision.
 func refusedOutcome(d ratelab.Decision) string {
-	if d.Local {
+	if d.Source == ratelab.Local {
 		return LocalRefused
 	}
 	return Throttled

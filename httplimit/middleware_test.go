@@ -16,7 +16,7 @@ import (
 	"github.com/ratelab/ratelab"
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 	"github.com/ratelab/ratelab/httplimit"
-	"github.com/ratelab/ratelab/internal/lab/storetest"
+	"github.com/ratelab/ratelab/lab/storetest"
 )
 
 var t0 = time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)
@@ -115,7 +115,7 @@ func TestMiddlewareAnswers503WhenStoreCannotDecide(t *testing.T) {
 
 func TestMiddlewareFailOpenLetsThroughAndPassesTheContext(t *testing.T) {
 	var seen context.Context
-	store := storetest.Stub{D: ratelab.Decision{Allowed: true, Remaining: 29, ResetAfter: time.Hour, NotCounted: errors.New("disk gone")}, Ctx: &seen}
+	store := storetest.Stub{D: ratelab.Decision{Allowed: true, Remaining: 29, ResetAfter: time.Hour, Source: ratelab.Uncounted, Cause: errors.New("disk gone")}, Ctx: &seen}
 	h := newServer(t, store, func() time.Time { return t0 }, original)
 	req := httptest.NewRequest("POST", "/demo", nil)
 	req.RemoteAddr = "203.0.113.7:1"
@@ -142,9 +142,9 @@ func TestMiddlewareFailLocalRefusesAndCountsApart(t *testing.T) {
 		code    int
 		outcome string
 	}{
-		{ratelab.Decision{Allowed: true, Remaining: 2, ResetAfter: time.Hour, Local: true, NotCounted: errors.New("redis down")}, 200, httplimit.LocalAllowed},
-		{ratelab.Decision{RetryAfter: time.Minute, ResetAfter: time.Hour, Local: true, NotCounted: errors.New("redis down")}, 429, httplimit.LocalRefused},
-		{ratelab.Decision{Allowed: true, Remaining: 2, ResetAfter: time.Hour, NotCounted: errors.New("redis down")}, 200, httplimit.NotCounted},
+		{ratelab.Decision{Allowed: true, Remaining: 2, ResetAfter: time.Hour, Source: ratelab.Local, Cause: errors.New("redis down")}, 200, httplimit.LocalAllowed},
+		{ratelab.Decision{RetryAfter: time.Minute, ResetAfter: time.Hour, Source: ratelab.Local, Cause: errors.New("redis down")}, 429, httplimit.LocalRefused},
+		{ratelab.Decision{Allowed: true, Remaining: 2, ResetAfter: time.Hour, Source: ratelab.Uncounted, Cause: errors.New("redis down")}, 200, httplimit.NotCounted},
 	} {
 		l, err := ratelab.NewLimiter(storetest.Stub{D: tt.d}, original)
 		require.NoError(t, err)

@@ -101,7 +101,7 @@ func (s *recording) TakeAt(ctx context.Context, rule ratelab.Rule, key string, n
 		return ratelab.Decision{}, ferr
 	}
 	ret := monotonic() // after a stop: when the client is told
-	if err != nil || d.NotCounted != nil {
+	if err != nil || d.Source != ratelab.Shared {
 		return d, err
 	}
 	if werr := s.rec.write(event{Op: op, Return: ret, Allowed: d.Allowed, Remaining: d.Remaining, RetryAfter: d.RetryAfter}); werr != nil {

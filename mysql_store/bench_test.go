@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/internal/lab/sqlserver"
-	"github.com/ratelab/ratelab/internal/lab/storetest"
+	"github.com/ratelab/ratelab/lab/sqlserver"
+	"github.com/ratelab/ratelab/lab/storetest"
 )
 
 // BenchmarkHit compares a fixed-window hit with SELECT 1 and a one-row

@@ -10,7 +10,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
-	"github.com/ratelab/ratelab/internal/sqlstore"
+	"github.com/ratelab/ratelab/sql_store"
 )
 
 // server is what a Store learns of its server once: whether it runs a

@@ -9,7 +9,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
-	"github.com/ratelab/ratelab/internal/sqlstore"
+	"github.com/ratelab/ratelab/sql_store"
 )
 
 // queries are the store's statements, with the tables' prefix filled in.

@@ -18,7 +18,7 @@ import (
 	"github.com/ratelab/ratelab/algorithm"
 	"github.com/ratelab/ratelab/internal/hostport"
 	"github.com/ratelab/ratelab/internal/redact"
-	"github.com/ratelab/ratelab/internal/sqlstore"
+	"github.com/ratelab/ratelab/sql_store"
 )
 
 // Store is a MariaDB- or MySQL-backed rate-limit store for every
@@ -34,8 +34,8 @@ type Store struct {
 }
 
 // New returns a Store on db, which OpenDB makes. New does not contact the
-// server: a database that is down is a failure of the first hits, handled
-// by the fail policy. Which server it is — MariaDB 10.5 or later takes a
+// server: a database that is down is a failure of the first hits
+// (ratelab.ErrUnavailable). Which server it is — MariaDB 10.5 or later takes a
 // locked hit in two round trips, MySQL in five — is learnt from the
 // query CheckServer runs anyway, or else once, at the first locked hit.
 func New(db *sql.DB, opts Options) (*Store, error) {
@@ -71,7 +71,6 @@ const DefaultTimeout = sqlstore.DefaultTimeout
 // Options configure a Store. The zero value fails open with a 2 s
 // timeout and tables named ratelab_fixed and ratelab_state.
 type Options struct {
-	FailPolicy ratelab.FailPolicy
 	// Timeout bounds each hit, lock wait included; 0 means DefaultTimeout.
 	// Give OpenDB the same timeout: the server's own bound, which keeps a
 	// hit its client gave up on from being counted later, is set there,

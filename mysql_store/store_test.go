@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab"
-	"github.com/ratelab/ratelab/internal/lab/sqlserver"
-	"github.com/ratelab/ratelab/internal/lab/storetest"
 	"github.com/ratelab/ratelab/internal/poll"
+	"github.com/ratelab/ratelab/lab/sqlserver"
+	"github.com/ratelab/ratelab/lab/storetest"
 	mysqlstore "github.com/ratelab/ratelab/mysql_store"
 )
 
@@ -33,9 +33,9 @@ func connect(t testing.TB, dsn string, timeout time.Duration) func(storetest.Opt
 	t.Helper()
 	db := open(t, dsn, timeout)
 	return func(o storetest.Options) storetest.DatabaseStore {
-		s, err := mysqlstore.New(db, mysqlstore.Options{Prefix: o.Prefix, FailPolicy: o.Policy, Timeout: o.Timeout, Logger: o.Logger})
+		s, err := mysqlstore.New(db, mysqlstore.Options{Prefix: o.Prefix, Timeout: o.Timeout, Logger: o.Logger})
 		require.NoError(t, err)
-		return s
+		return storetest.BehindPolicy(s, o)
 	}
 }
 
@@ -122,7 +122,7 @@ func TestKeysAreHashed(t *testing.T) {
 	var k string
 	var count, reset int64
 	require.NoError(t, open(t, server.DSN, time.Second).QueryRow("SELECT k, count, reset_at FROM hashed_fixed").Scan(&k, &count, &reset))
-	assert.Equal(t, s.(*mysqlstore.Store).Key(storetest.Original, storetest.Key), k)
+	assert.Equal(t, storetest.Raw(s).(*mysqlstore.Store).Key(storetest.Original, storetest.Key), k)
 	assert.NotContains(t, k, "203.0.113.7")
 	assert.Equal(t, []int64{1, storetest.T0.Add(time.Hour).Unix()}, []int64{count, reset})
 }
@@ -213,7 +213,7 @@ func TestFixedHotPath(t *testing.T) {
 	s := connect(t, strings.Replace(server.DSN, server.Addr, p.Addr, 1), 5*time.Second)(o)
 	require.NoError(t, s.CheckServer(context.Background()))
 	admin := open(t, server.DSN, 5*time.Second)
-	five := ratelab.Rule{Name: "five", Limit: 5, Window: time.Hour}
+	five := storetest.Checked(ratelab.Rule{Name: "five", Limit: 5, Window: time.Hour})
 	storetest.Take(t, s, five, "warm", storetest.T0) // a connection, its statement prepared
 	t0, fresh := storetest.T0.Unix(), storetest.T0.Add(time.Hour).Unix()
 	for _, c := range []struct {

@@ -8,7 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/ratelab/ratelab"
-	"github.com/ratelab/ratelab/internal/sqlstore"
+	"github.com/ratelab/ratelab/internal/poll"
+	"github.com/ratelab/ratelab/sql_store"
 )
 
 // queries are the store's statements, with the tables' prefix filled in.
@@ -121,7 +122,7 @@ func (s *Store) CheckServer(ctx context.Context) error {
 		// CREATE … IF NOT EXISTS is not safe against itself: of two
 		// sessions creating one table, the second can fail on the
 		// catalog's unique index. Once the first is done, it succeeds.
-		for try := 0; createRace(err) && sqlstore.Backoff(ctx, try+3); try++ {
+		for try := 0; createRace(err) && poll.Backoff(ctx, try+3); try++ {
 			err = s.CreateTables(ctx)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
 	"github.com/ratelab/ratelab/internal/redact"
-	"github.com/ratelab/ratelab/internal/sqlstore"
+	"github.com/ratelab/ratelab/sql_store"
 )
 
 // DefaultTimeout bounds one hit, lock wait included, by default.
@@ -25,7 +25,6 @@ const DefaultTimeout = sqlstore.DefaultTimeout
 // Options configure a Store. The zero value fails open with a 2 s
 // timeout and tables named ratelab_fixed and ratelab_state.
 type Options struct {
-	FailPolicy ratelab.FailPolicy
 	// Timeout bounds each hit, lock wait included; 0 means DefaultTimeout.
 	// Give OpenPool the same timeout: the server's own bound, which keeps a
 	// hit its client gave up on from being counted later, is set there,

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ratelab/ratelab/internal/lab/sqlserver"
-	"github.com/ratelab/ratelab/internal/lab/storetest"
+	"github.com/ratelab/ratelab/lab/sqlserver"
+	"github.com/ratelab/ratelab/lab/storetest"
 	postgresstore "github.com/ratelab/ratelab/postgres_store"
 )
 
@@ -28,9 +28,9 @@ func connect(t testing.TB, url string, timeout time.Duration) func(storetest.Opt
 	t.Helper()
 	pool := open(t, url, timeout)
 	return func(o storetest.Options) storetest.DatabaseStore {
-		s, err := postgresstore.New(pool, postgresstore.Options{Prefix: o.Prefix, FailPolicy: o.Policy, Timeout: o.Timeout, Logger: o.Logger})
+		s, err := postgresstore.New(pool, postgresstore.Options{Prefix: o.Prefix, Timeout: o.Timeout, Logger: o.Logger})
 		require.NoError(t, err)
-		return s
+		return storetest.BehindPolicy(s, o)
 	}
 }
 
@@ -118,7 +118,7 @@ func TestKeysAreHashed(t *testing.T) {
 	var k string
 	var count, reset int64
 	require.NoError(t, open(t, server.DSN, time.Second).QueryRow(context.Background(), "SELECT k, count, reset_at FROM hashed_fixed").Scan(&k, &count, &reset))
-	assert.Equal(t, s.(*postgresstore.Store).Key(storetest.Original, storetest.Key), k)
+	assert.Equal(t, storetest.Raw(s).(*postgresstore.Store).Key(storetest.Original, storetest.Key), k)
 	assert.NotContains(t, k, "203.0.113.7")
 	assert.Equal(t, []int64{1, storetest.T0.Add(time.Hour).Unix()}, []int64{count, reset})
 }

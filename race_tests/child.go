@@ -17,7 +17,7 @@ import (
 	"github.com/ratelab/ratelab"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/internal/childproc"
-	"github.com/ratelab/ratelab/internal/lab/stress"
+	"github.com/ratelab/ratelab/lab/stress"
 )
 
 // The children's roles. Each prints what it did, line by line, and waits
@@ -204,15 +204,12 @@ func storeHitChild(path string, _ *bufio.Reader) error {
 	if err != nil {
 		return err
 	}
-	if h.NotCounted != nil {
-		return fmt.Errorf("hit not counted: %w", h.NotCounted)
-	}
 	childproc.Say("result count=%d", CountRule().Limit-h.Remaining)
 	return nil
 }
 
 // storeHitOptions are the file store's options for a wait of w: the
-// defaults if w is empty, else a bounded wait of w, fail-closed.
+// defaults if w is empty, else a bounded wait of w.
 func storeHitOptions(w string) (fixedfilestore.Options, error) {
 	opts := fixedfilestore.Options{}
 	if w == "" {
@@ -222,7 +219,7 @@ func storeHitOptions(w string) (fixedfilestore.Options, error) {
 	if err != nil {
 		return opts, fmt.Errorf("RATELAB_RACE_WAIT: %w", err)
 	}
-	opts.LockWait, opts.FailPolicy = wait, ratelab.FailClosed
+	opts.LockWait = wait
 	return opts, nil
 }
 
@@ -250,7 +247,7 @@ const StressKey = "ip:203.0.113.7"
 // window, with a limit no demonstration reaches, so that a count can be
 // read back from any decision as Limit − Remaining.
 func CountRule() ratelab.Rule {
-	return ratelab.Rule{Name: "demo-start", Limit: ratelab.MaxLimit, Window: Window}
+	return ratelab.Rule{Name: "demo-start", Limit: ratelab.MaxLimit, Window: Window}.Normalized()
 }
 
 // inode is the inode number of an open file, or 0 if it cannot be read:

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab/internal/childproc"
-	"github.com/ratelab/ratelab/internal/lab/stress"
 	"github.com/ratelab/ratelab/internal/seqchart"
+	"github.com/ratelab/ratelab/lab/stress"
 	racetests "github.com/ratelab/ratelab/race_tests"
 )
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
-	"github.com/ratelab/ratelab/internal/lab/stress"
 	"github.com/ratelab/ratelab/internal/poll"
+	"github.com/ratelab/ratelab/lab/stress"
 	"github.com/ratelab/ratelab/linearizability"
 )
 

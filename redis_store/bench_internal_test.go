@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab"
-	"github.com/ratelab/ratelab/internal/lab/redisserver"
+	"github.com/ratelab/ratelab/lab/redisserver"
 )
 
 // BenchmarkTakeRatios runs, in turns in one loop, a trivial EVALSHA (the
@@ -18,7 +18,7 @@ import (
 func BenchmarkTakeRatios(b *testing.B) {
 	s, rdb := benchStore(b)
 	ctx := context.Background()
-	r := ratelab.Rule{Name: "bench", Limit: ratelab.MaxLimit, Window: time.Hour}
+	r := ratelab.Rule{Name: "bench", Limit: ratelab.MaxLimit, Window: time.Hour}.Normalized()
 	trivial := redis.NewScript("return 1")
 	key := s.Key(r, "k")
 	now := time.Now()
@@ -50,7 +50,7 @@ func BenchmarkWaitCost(b *testing.B) {
 	}
 	defer pair.Stop()
 	ctx := context.Background()
-	r := ratelab.Rule{Name: "bench", Limit: ratelab.MaxLimit, Window: time.Hour}
+	r := ratelab.Rule{Name: "bench", Limit: ratelab.MaxLimit, Window: time.Hour}.Normalized()
 	var stores [2]*Store
 	for i, wait := range []int{0, 1} {
 		c, err := NewClient(pair.PrimaryURL(), 3*time.Second)
@@ -58,7 +58,7 @@ func BenchmarkWaitCost(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer c.Close()
-		if stores[i], err = New(c, Options{FailPolicy: ratelab.FailClosed, Timeout: 3 * time.Second, WaitReplicas: wait, WaitTimeout: 2 * time.Second}); err != nil {
+		if stores[i], err = New(c, Options{Timeout: 3 * time.Second, WaitReplicas: wait, WaitTimeout: 2 * time.Second}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -91,7 +91,7 @@ func BenchmarkWaitCost(b *testing.B) {
 func BenchmarkDeadline(b *testing.B) {
 	s, _ := benchStore(b)
 	ctx := context.Background()
-	r := ratelab.Rule{Name: "bench", Limit: ratelab.MaxLimit, Window: time.Hour}
+	r := ratelab.Rule{Name: "bench", Limit: ratelab.MaxLimit, Window: time.Hour}.Normalized()
 	key := s.Key(r, "k")
 	keys := []string{key, key + fixedResetSuffix}
 	now := time.Now()
@@ -132,7 +132,7 @@ func benchStore(b *testing.B) (*Store, redis.UniversalClient) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { rdb.Close() })
-	s, err := New(rdb, Options{FailPolicy: ratelab.FailClosed})
+	s, err := New(rdb, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

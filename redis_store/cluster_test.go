@@ -17,9 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab"
-	"github.com/ratelab/ratelab/internal/lab/redisserver"
-	"github.com/ratelab/ratelab/internal/lab/storetest"
 	"github.com/ratelab/ratelab/internal/poll"
+	"github.com/ratelab/ratelab/lab/redisserver"
+	"github.com/ratelab/ratelab/lab/storetest"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
@@ -47,14 +47,14 @@ func TestStoreOnACluster(t *testing.T) {
 func TestClusterCountsExactlyWhileASlotMoves(t *testing.T) {
 	cl := redisserver.ClusterForTest(t)
 	ctx := context.Background()
-	rule := ratelab.Rule{Name: "cluster", Limit: ratelab.MaxLimit, Window: time.Hour}
+	rule := storetest.Checked(ratelab.Rule{Name: "cluster", Limit: ratelab.MaxLimit, Window: time.Hour})
 	now := time.Now()
 	keys := []string{"ip:203.0.113.7", "ip:198.51.100.9", "ip:192.0.2.1", "ip:192.0.2.2", "ip:192.0.2.3", "ip:192.0.2.4"}
 	newStore := func() *redisstore.Store {
 		c, err := redisstore.NewClient(cl.URL(), 2*time.Second)
 		require.NoError(t, err)
 		t.Cleanup(func() { c.Close() })
-		s, err := redisstore.New(c, redisstore.Options{FailPolicy: ratelab.FailClosed, Timeout: 2 * time.Second})
+		s, err := redisstore.New(c, redisstore.Options{Timeout: 2 * time.Second})
 		require.NoError(t, err)
 		return s
 	}
@@ -115,12 +115,12 @@ func keySlot(t *testing.T, cl *redisserver.Cluster, s *redisstore.Store, key str
 }
 
 // waitRule is the rule of the WAIT tests: 30 per hour, far from refusing.
-var waitRule = ratelab.Rule{Name: "wait", Limit: 30, Window: time.Hour}
+var waitRule = storetest.Checked(ratelab.Rule{Name: "wait", Limit: 30, Window: time.Hour})
 
 // clusterStore is a store with WaitReplicas 1 on cl, through NewClient.
 // Every node has the store's scripts, so that no hit needs a NOSCRIPT
 // attempt first (whose pipeline carries a WAIT too).
-func clusterStore(t *testing.T, cl *redisserver.Cluster, policy ratelab.FailPolicy, waitTimeout time.Duration) *redisstore.Store {
+func clusterStore(t *testing.T, cl *redisserver.Cluster, policy ratelab.FailPolicy, waitTimeout time.Duration) guarded {
 	t.Helper()
 	for _, n := range cl.Nodes {
 		c := n.Client()
@@ -130,10 +130,20 @@ func clusterStore(t *testing.T, cl *redisserver.Cluster, policy ratelab.FailPoli
 	c, err := redisstore.NewClient(cl.URL(), 5*time.Second)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
-	s, err := redisstore.New(c, redisstore.Options{FailPolicy: policy, Timeout: 5 * time.Second,
+	s, err := redisstore.New(c, redisstore.Options{Timeout: 5 * time.Second,
 		WaitReplicas: 1, WaitTimeout: waitTimeout, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
-	return s
+	return guarded{s, storetest.WithPolicy(s, policy, slog.New(slog.DiscardHandler))}
+}
+
+// guarded is a store behind a fail policy, with the store's other methods.
+type guarded struct {
+	*redisstore.Store
+	safe ratelab.Store
+}
+
+func (g guarded) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
+	return g.safe.TakeAt(ctx, r, key, now)
 }
 
 // waitCalls is how many WAITs each node of cl has run (INFO commandstats).
@@ -253,7 +263,7 @@ func TestWaitFollowsAMovedSlot(t *testing.T) {
 	before := waitCalls(t, cl)
 	d, err = s.TakeAt(ctx, waitRule, "ip:203.0.113.7", t0)
 	require.NoError(t, err)
-	assert.NoError(t, d.NotCounted)
+	assert.Equal(t, ratelab.Shared, d.Source)
 	assert.Equal(t, waitRule.Limit-2, d.Remaining, "counted once, on the new owner")
 	want := make([]int, len(cl.Nodes))
 	want[target], want[(target+len(cl.Nodes)-1)%len(cl.Nodes)] = 1, 1
@@ -268,7 +278,7 @@ func TestWaitFollowsAnAskRedirect(t *testing.T) {
 	cl := redisserver.ClusterForTest(t)
 	ctx := context.Background()
 	s := clusterStore(t, cl, ratelab.FailOpen, 20*time.Millisecond)
-	rkey, slot := keySlot(t, cl, s, "ip:203.0.113.7")
+	rkey, slot := keySlot(t, cl, s.Store, "ip:203.0.113.7")
 	_, err := s.TakeAt(ctx, waitRule, "ip:203.0.113.7", t0)
 	require.NoError(t, err)
 	m, err := cl.BeginMove(ctx, int(slot))
@@ -280,7 +290,7 @@ func TestWaitFollowsAnAskRedirect(t *testing.T) {
 	for i := range 2 {
 		d, err := s.TakeAt(ctx, waitRule, "ip:203.0.113.7", t0)
 		require.NoError(t, err)
-		assert.NoError(t, d.NotCounted)
+		assert.Equal(t, ratelab.Shared, d.Source)
 		assert.Equal(t, waitRule.Limit-int64(i+2), d.Remaining, "hit %d", i+2)
 	}
 	want := make([]int, len(cl.Nodes))
@@ -306,7 +316,7 @@ func TestFixedWindowWaitsForItsMovingSlot(t *testing.T) {
 	cl := redisserver.ClusterForTest(t)
 	ctx := context.Background()
 	s := clusterStore(t, cl, ratelab.FailOpen, 20*time.Millisecond)
-	rkey, slot := keySlot(t, cl, s, "ip:192.0.2.9")
+	rkey, slot := keySlot(t, cl, s.Store, "ip:192.0.2.9")
 	m, err := cl.BeginMove(ctx, int(slot))
 	require.NoError(t, err)
 

@@ -19,15 +19,16 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/internal/freeport"
-	"github.com/ratelab/ratelab/internal/lab/redisserver"
 	"github.com/ratelab/ratelab/internal/poll"
 	"github.com/ratelab/ratelab/internal/syncbuf"
+	"github.com/ratelab/ratelab/lab/redisserver"
+	"github.com/ratelab/ratelab/lab/storetest"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
 // faultRule and faultKey are what the fault tests hit: a limit far above
 // the hits they make.
-var faultRule = ratelab.Rule{Name: "fault", Limit: 1000, Window: time.Hour}
+var faultRule = storetest.Checked(ratelab.Rule{Name: "fault", Limit: 1000, Window: time.Hour})
 
 const faultKey = "ip:203.0.113.7"
 
@@ -45,7 +46,7 @@ func faultStore(t *testing.T, url string, timeout time.Duration, log *slog.Logge
 	c, err := redisstore.NewClient(url, timeout)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
-	s, err := redisstore.New(c, redisstore.Options{FailPolicy: ratelab.FailClosed, Timeout: timeout, Logger: log})
+	s, err := redisstore.New(c, redisstore.Options{Timeout: timeout, Logger: log})
 	require.NoError(t, err)
 	return s
 }
@@ -115,14 +116,14 @@ func TestALostReplyCountsTheHitOnce(t *testing.T) {
 // counted once Redis resumed). A hit that never left — Redis refused
 // the connection — is logged as not counted.
 func TestFailOpenLogsALostReplyAsCountedOrNot(t *testing.T) {
-	failOpen := func(t *testing.T, url string) (*redisstore.Store, *syncbuf.Buffer) {
+	failOpen := func(t *testing.T, url string) (ratelab.Store, *syncbuf.Buffer) {
 		logged := new(syncbuf.Buffer)
 		c, err := redisstore.NewClient(url, time.Second)
 		require.NoError(t, err)
 		t.Cleanup(func() { c.Close() })
 		s, err := redisstore.New(c, redisstore.Options{Timeout: time.Second, Logger: slog.New(slog.NewTextHandler(logged, nil))})
 		require.NoError(t, err)
-		return s, logged
+		return storetest.WithPolicy(s, ratelab.FailOpen, slog.New(slog.NewTextHandler(logged, nil))), logged
 	}
 	proxy := startProxy(t, redisserver.ForTest(t).Addr)
 	s, logged := failOpen(t, "redis://"+proxy.Addr+"/0")
@@ -130,7 +131,7 @@ func TestFailOpenLogsALostReplyAsCountedOrNot(t *testing.T) {
 	d, err := s.TakeAt(context.Background(), faultRule, faultKey, time.Now())
 	require.NoError(t, err)
 	require.False(t, proxy.Armed(), "the script never reached the proxy")
-	assert.True(t, d.Uncounted(), "a fail-open hit whose reply was lost: %+v", d)
+	assert.True(t, (d.Source == ratelab.Uncounted), "a fail-open hit whose reply was lost: %+v", d)
 	assert.Contains(t, logged.String(), "hit let through, counted or not (fail-open)")
 	assert.NotContains(t, logged.String(), "hit not counted")
 
@@ -139,7 +140,7 @@ func TestFailOpenLogsALostReplyAsCountedOrNot(t *testing.T) {
 	s, logged = failOpen(t, "redis://127.0.0.1:"+strconv.Itoa(port)+"/0")
 	d, err = s.TakeAt(context.Background(), faultRule, faultKey, time.Now())
 	require.NoError(t, err)
-	assert.True(t, d.Uncounted(), "a fail-open hit Redis never got: %+v", d)
+	assert.True(t, (d.Source == ratelab.Uncounted), "a fail-open hit Redis never got: %+v", d)
 	assert.Contains(t, logged.String(), "hit not counted (fail-open)")
 }
 

@@ -17,7 +17,8 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
-	"github.com/ratelab/ratelab/internal/lab/redisserver"
+	"github.com/ratelab/ratelab/lab/redisserver"
+	"github.com/ratelab/ratelab/lab/storetest"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
@@ -25,11 +26,11 @@ import (
 // allows hits 1 to 3 and refuses the 4th under every algorithm (GCRA's
 // burst is the whole limit).
 var (
-	fixed3       = ratelab.Rule{Name: "h-fixed", Limit: 3, Window: time.Minute}
-	fixed3Ignore = ratelab.Rule{Name: "h-fixed-ignore", Limit: 3, Window: time.Minute, Refusals: ratelab.IgnoreRefusals}
-	sliding3     = ratelab.Rule{Name: "h-sliding", Limit: 3, Window: time.Minute, Algorithm: ratelab.SlidingCounter}
-	log3         = ratelab.Rule{Name: "h-log", Limit: 3, Window: time.Minute, Algorithm: ratelab.SlidingLog}
-	gcra3        = ratelab.Rule{Name: "h-gcra", Limit: 3, Window: time.Minute, Algorithm: ratelab.GCRA, Burst: 3}
+	fixed3       = storetest.Checked(ratelab.Rule{Name: "h-fixed", Limit: 3, Window: time.Minute})
+	fixed3Ignore = storetest.Checked(ratelab.Rule{Name: "h-fixed-ignore", Limit: 3, Window: time.Minute, Refusals: ratelab.IgnoreRefusals})
+	sliding3     = storetest.Checked(ratelab.Rule{Name: "h-sliding", Limit: 3, Window: time.Minute, Algorithm: ratelab.SlidingCounter})
+	log3         = storetest.Checked(ratelab.Rule{Name: "h-log", Limit: 3, Window: time.Minute, Algorithm: ratelab.SlidingLog})
+	gcra3        = storetest.Checked(ratelab.Rule{Name: "h-gcra", Limit: 3, Window: time.Minute, Algorithm: ratelab.GCRA, Burst: 3})
 )
 
 // hitAt is when the hostile states are hit: 10 s into a clock-aligned
@@ -261,7 +262,7 @@ func TestHostileStateIsReplaced(t *testing.T) {
 	for i, hc := range hostileCases() {
 		t.Run(string(hc.rule.Normalized().Algorithm)+"/"+hc.name, func(t *testing.T) {
 			var logs bytes.Buffer
-			s := newStore(t, srv, redisstore.Options{Prefix: fmt.Sprintf("h%d:", i), FailPolicy: ratelab.FailClosed,
+			s := newStore(t, srv, redisstore.Options{Prefix: fmt.Sprintf("h%d:", i),
 				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			key := s.Key(hc.rule, "k")
 			require.NoError(t, hc.spoil(context.Background(), c, key))
@@ -390,7 +391,7 @@ func TestLegitimateStateIsKept(t *testing.T) {
 	for i, lc := range legitCases() {
 		t.Run(lc.name, func(t *testing.T) {
 			var logs bytes.Buffer
-			s := newStore(t, srv, redisstore.Options{Prefix: fmt.Sprintf("l%d:", i), FailPolicy: ratelab.FailClosed,
+			s := newStore(t, srv, redisstore.Options{Prefix: fmt.Sprintf("l%d:", i),
 				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			key := s.Key(lc.rule, "k")
 			require.NoError(t, lc.spoil(context.Background(), c, key))

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab"
-	"github.com/ratelab/ratelab/internal/lab/redisserver"
-	"github.com/ratelab/ratelab/internal/lab/storetest"
+	"github.com/ratelab/ratelab/lab/redisserver"
+	"github.com/ratelab/ratelab/lab/storetest"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
@@ -27,8 +27,9 @@ func TestRefusedSettingsAreNeverAnOutage(t *testing.T) {
 		for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailLocal} {
 			rc, err := redisstore.NewClient(url, 0)
 			require.NoError(t, err)
-			s, err := redisstore.New(rc, redisstore.Options{FailPolicy: policy, Logger: slog.New(slog.DiscardHandler)})
+			raw, err := redisstore.New(rc, redisstore.Options{Logger: slog.New(slog.DiscardHandler)})
 			require.NoError(t, err)
+			s := storetest.WithPolicy(raw, policy, slog.New(slog.DiscardHandler))
 			d, err := s.TakeAt(context.Background(), storetest.Original, storetest.Key, storetest.T0)
 			assert.ErrorIs(t, err, redisstore.ErrRefused, "%s, fail-%v", url, policy)
 			assert.False(t, d.Allowed, "%s, fail-%v", url, policy)

@@ -11,8 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab"
-	"github.com/ratelab/ratelab/internal/lab/redisserver"
 	"github.com/ratelab/ratelab/internal/poll"
+	"github.com/ratelab/ratelab/lab/redisserver"
+	"github.com/ratelab/ratelab/lab/storetest"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
@@ -38,13 +39,13 @@ func TestSentinelFailover(t *testing.T) {
 	store := func(wait int) *redisstore.Store {
 		// The first WAIT after a full sync can take up to a second (the
 		// replica's first acknowledgement): the timeouts leave room for it.
-		s, err := redisstore.New(client, redisstore.Options{FailPolicy: ratelab.FailClosed, Timeout: 5 * time.Second,
+		s, err := redisstore.New(client, redisstore.Options{Timeout: 5 * time.Second,
 			WaitReplicas: wait, WaitTimeout: 2 * time.Second, Logger: slog.New(slog.DiscardHandler)})
 		require.NoError(t, err)
 		return s
 	}
 	ctx := context.Background()
-	rule := ratelab.Rule{Name: "sentinel", Limit: 30, Window: time.Hour}
+	rule := storetest.Checked(ratelab.Rule{Name: "sentinel", Limit: 30, Window: time.Hour})
 	now := time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)
 	const key = "ip:203.0.113.7"
 

@@ -14,8 +14,9 @@
 //
 // Keys are stored hashed, under a prefix, so whatever a key holds never
 // reaches Redis as a key name. A hit costs one network round trip; when
-// Redis cannot be reached within Options.Timeout, the store follows its
-// fail policy, as the file store does.
+// Redis cannot be reached within Options.Timeout, the hit is an error
+// wrapping ratelab.ErrUnavailable, which ratelab.WithFailPolicy decides,
+// as it does the file store's.
 package redisstore
 
 import (
@@ -30,8 +31,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
-	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
-	"github.com/ratelab/ratelab/internal/sqlstore"
+	"github.com/ratelab/ratelab/internal/poll"
 )
 
 // defaultPrefix is the prefix of the store's keys when Options.Prefix is "".
@@ -43,10 +43,8 @@ const defaultPrefix = "ratelab:"
 // keep a process off the CPU for hundreds of milliseconds.
 const DefaultTimeout = 2 * time.Second
 
-// Options configure a Store. The zero value fails open with a 2 s
-// timeout, like the file store.
+// Options configure a Store. The zero value has a 2 s timeout.
 type Options struct {
-	FailPolicy ratelab.FailPolicy
 	// Timeout bounds each hit, connection included; 0 means DefaultTimeout.
 	// It is the deadline of the hit's context, which go-redis applies to
 	// every read, write and dial with a client that has
@@ -64,10 +62,11 @@ type Options struct {
 	// lose no count the client was told about. Replication is otherwise
 	// asynchronous: a count the primary acknowledged and a replica never
 	// received is lost when the replica takes over. A hit they do not
-	// confirm in time was counted on the primary all the same: a
-	// fail-closed store refuses it (ErrNotReplicated, under
-	// ratelab.ErrUnavailable), and its count stays unless a failover loses
-	// it; fail-open and fail-local return the primary's decision, logged as
+	// confirm in time was counted on the primary all the same: its error
+	// wraps ErrNotReplicated and ratelab.ErrUnavailable and carries the
+	// primary's decision. ratelab.WithFailPolicy refuses it under
+	// fail-closed, and its count stays unless a failover loses it;
+	// fail-open and fail-local return the primary's decision, logged as
 	// unconfirmed. Only fail-closed makes WaitReplicas a guarantee.
 	WaitReplicas int
 	// WaitTimeout bounds WAIT; 0 means 100 ms. It must be shorter than
@@ -84,7 +83,7 @@ type Options struct {
 // primary, and reaches the replicas late or is lost in a failover. "the
 // primary refused the write, not counted": a primary configured with
 // min-replicas-to-write refused the script (NOREPLICAS) for want of good
-// replicas, and the fail policy decides the hit as an outage.
+// replicas, and the hit is an outage (ratelab.ErrUnavailable).
 var ErrNotReplicated = errors.New("redisstore: the write was not confirmed by enough replicas")
 
 // Store is a Redis-backed rate-limit store for every algorithm, safe for
@@ -94,12 +93,10 @@ type Store struct {
 	rdb     redis.Cmdable
 	proc    processor
 	reload  reloader // nil but for a cluster client
-	fail    *ratelab.Failer
 	timeout time.Duration
 	log     *slog.Logger
 	prefix  string
 	clock   func() time.Time // Options.Clock; nil: time.Now
-	rules   algorithm.Rules
 
 	waitReplicas int
 	waitTimeout  time.Duration
@@ -109,7 +106,7 @@ type Store struct {
 // failover, cluster); build it with NewClient, or
 // with ContextTimeoutEnabled set, so that Options.Timeout bounds every hit.
 // New does not contact Redis: a Redis that is down when the application
-// starts is a failure of the first hits, handled by the fail policy, not a
+// starts is a failure of the first hits (ratelab.ErrUnavailable), not a
 // reason not to start.
 func New(client redis.Cmdable, opts Options) (*Store, error) {
 	proc, ok := client.(processor)
@@ -125,10 +122,6 @@ func New(client redis.Cmdable, opts Options) (*Store, error) {
 	s.reload, _ = client.(reloader)
 	if s.log == nil {
 		s.log = slog.Default()
-	}
-	var err error
-	if s.fail, err = brokeninmemory.NewFailer(opts.FailPolicy, "redisstore", s.log); err != nil {
-		return nil, err
 	}
 	return s, nil
 }
@@ -166,14 +159,13 @@ func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.D
 }
 
 // TakeAt takes one hit of key under r at now, in one script, and decides
-// it. The round trip ends at Options.Timeout or when ctx ends, whichever
-// is first. When Redis cannot answer in time, a fail-open store logs and
-// allows the hit with NotCounted set; a fail-closed store logs and returns
-// an error wrapping ratelab.ErrUnavailable; if ctx ended, its error is
-// returned under every policy; fail-local decides in this process alone
-// (ratelab.FailLocal). An invalid rule or instant, and a state of another
+// it; r and now are trusted, as the ratelab.Store contract says. The round
+// trip ends at Options.Timeout or when ctx ends, whichever is first. When
+// Redis cannot answer in time the error wraps ratelab.ErrUnavailable,
+// which ratelab.WithFailPolicy decides by a policy. A state of another
 // rule with the same name (ratelab.ErrRuleConflict, the state left as it
-// was), are errors under every policy.
+// was) and settings Redis refused (ErrRefused) are errors under every
+// policy.
 func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
 	return s.takeAt(ctx, r, key, now, time.Now())
 }
@@ -181,17 +173,13 @@ func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time
 // takeAt is TakeAt, the hit's deadline being Options.Timeout after wall,
 // the time of the computer's clock.
 func (s *Store) takeAt(ctx context.Context, r ratelab.Rule, key string, now, wall time.Time) (ratelab.Decision, error) {
-	r, err := s.rules.Admit(r, now)
-	if err != nil {
-		return ratelab.Decision{}, err
-	}
 	name := s.key(r, key)
 	rkey := countKey(r, name)
 	d, err := s.take(withDeadline(ctx, wall.Add(s.timeout)), name, r, now)
 	switch {
 	case err == nil:
 		return d, nil
-	case errors.Is(err, ratelab.ErrRuleConflict):
+	case errors.Is(err, ratelab.ErrRuleConflict), errors.Is(err, ratelab.ErrUncheckedRule):
 		return ratelab.Decision{}, fmt.Errorf("redisstore: %s: %w", rkey, err)
 	case refused(err):
 		// A wrong password or database is a configuration to fix, not an
@@ -199,9 +187,9 @@ func (s *Store) takeAt(ctx context.Context, r ratelab.Rule, key string, now, wal
 		s.log.Error("redisstore: redis refused the connection's settings", "key", rkey, "err", err)
 		return ratelab.Decision{}, fmt.Errorf("%w: %w", ErrRefused, err) // ErrRefused names the package
 	case isUnconfirmed(err):
-		return s.unconfirmedHit(ctx, rkey, d, err)
+		return ratelab.Decision{}, unconfirmedHit(rkey, d, err)
 	}
-	return s.fail.Fail(ctx, slog.String("key", rkey), r, key, now, lost(err))
+	return ratelab.Decision{}, fmt.Errorf("redisstore: %s: %w: %w", rkey, ratelab.ErrUnavailable, lost(err))
 }
 
 // take runs the script of r's algorithm on the state named name (see
@@ -211,10 +199,14 @@ func (s *Store) takeAt(ctx context.Context, r ratelab.Rule, key string, now, wal
 // decided on the fresh state. A hit the replicas did not confirm
 // (WaitReplicas) is decided and returned with its error.
 func (s *Store) take(ctx context.Context, name string, r ratelab.Rule, now time.Time) (ratelab.Decision, error) {
-	if r.Algorithm == ratelab.FixedWindow {
+	sc := scripts[r.Algorithm]
+	switch {
+	case r.Algorithm == ratelab.FixedWindow:
 		return s.takeFixed(ctx, name, r, now)
+	case sc == nil:
+		return ratelab.Decision{}, fmt.Errorf("redisstore: unknown algorithm %q: %w", r.Algorithm, ratelab.ErrUncheckedRule)
 	}
-	vals, err := s.run(ctx, scripts[r.Algorithm], []string{name}, stepArgs(r, now)...)
+	vals, err := s.run(ctx, sc, []string{name}, stepArgs(r, now)...)
 	switch {
 	case err != nil && !isUnconfirmed(err):
 		return ratelab.Decision{}, err
@@ -257,7 +249,7 @@ func (s *Store) run(ctx context.Context, sc *script, keys []string, args ...any)
 		// A slot moving between a cluster's nodes holds a part of the
 		// state's keys on each, or none on the node importing it: the
 		// script did not run, and can once the slot has moved.
-		if !sqlstore.Backoff(ctx, try) {
+		if !poll.Backoff(ctx, try) {
 			break
 		}
 		if s.reload != nil && !redis.HasErrorPrefix(err, "TRYAGAIN") {

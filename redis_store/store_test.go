@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab"
-	"github.com/ratelab/ratelab/internal/lab/redisserver"
-	"github.com/ratelab/ratelab/internal/lab/storetest"
+	"github.com/ratelab/ratelab/lab/redisserver"
+	"github.com/ratelab/ratelab/lab/storetest"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
@@ -111,7 +111,7 @@ func TestFixedWindowExpiresAfterItsSkew(t *testing.T) {
 	s := newStore(t, srv, redisstore.Options{})
 	c := srv.Client()
 	defer c.Close()
-	r := ratelab.Rule{Name: "ttl", Limit: 5, Window: time.Minute}
+	r := storetest.Checked(ratelab.Rule{Name: "ttl", Limit: 5, Window: time.Minute})
 	storetest.Take(t, s, r, storetest.Key, time.Now())
 	want := r.Window + ratelab.MaxSkew + time.Second
 	for _, k := range []string{s.Key(r, storetest.Key), s.Key(r, storetest.Key) + ":reset_at"} {
@@ -136,7 +136,7 @@ func TestFixedWindowRefusalsCountedOrNot(t *testing.T) {
 		{ratelab.CountRefusals, 6},
 		{ratelab.IgnoreRefusals, 3},
 	} {
-		r := ratelab.Rule{Name: fmt.Sprint("refusals-", tt.refusals), Limit: 3, Window: time.Minute, Refusals: tt.refusals}
+		r := storetest.Checked(ratelab.Rule{Name: fmt.Sprint("refusals-", tt.refusals), Limit: 3, Window: time.Minute, Refusals: tt.refusals})
 		for i := range 6 {
 			d := storetest.Take(t, s, r, storetest.Key, t0)
 			assert.Equal(t, i < 3, d.Allowed, "%s: hit %d", tt.refusals, i+1)
@@ -173,8 +173,9 @@ func TestContextEndsTheRoundTrip(t *testing.T) {
 		c, err := redisstore.NewClient("redis://"+addr+"/0", time.Minute)
 		require.NoError(t, err)
 		defer c.Close()
-		s, err := redisstore.New(c, redisstore.Options{FailPolicy: policy, Timeout: time.Minute, Logger: slog.New(slog.DiscardHandler)})
+		raw, err := redisstore.New(c, redisstore.Options{Timeout: time.Minute, Logger: slog.New(slog.DiscardHandler)})
 		require.NoError(t, err)
+		s := storetest.WithPolicy(raw, policy, slog.New(slog.DiscardHandler))
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		start := time.Now()
 		_, err = s.TakeAt(ctx, storetest.Original, storetest.Key, t0)
@@ -203,21 +204,22 @@ func TestRedisDownFollowsPolicy(t *testing.T) {
 				require.NoError(t, err)
 				defer c.Close()
 				var logs bytes.Buffer
-				s, err := redisstore.New(c, redisstore.Options{FailPolicy: policy, Timeout: 100 * time.Millisecond,
+				raw, err := redisstore.New(c, redisstore.Options{Timeout: 100 * time.Millisecond,
 					Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 				require.NoError(t, err)
+				s := storetest.WithPolicy(raw, policy, slog.New(slog.NewTextHandler(&logs, nil)))
 				start := time.Now()
 				h, err := s.TakeAt(context.Background(), storetest.Original, storetest.Key, t0)
 				assert.Less(t, time.Since(start), 2*time.Second, "bounded by the timeout")
 				switch policy {
 				case ratelab.FailOpen:
 					require.NoError(t, err)
-					assert.Error(t, h.NotCounted)
+					assert.NotEqual(t, ratelab.Shared, h.Source)
 					assert.True(t, h.Allowed)
 					assert.Contains(t, logs.String(), "hit not counted (fail-open)")
 				case ratelab.FailLocal:
 					require.NoError(t, err)
-					assert.True(t, h.Local && h.Allowed, "decided in this process: %+v", h)
+					assert.True(t, (h.Source == ratelab.Local) && h.Allowed, "decided in this process: %+v", h)
 					assert.Contains(t, logs.String(), "decided by this process alone (fail-local)")
 				default:
 					assert.ErrorIs(t, err, ratelab.ErrUnavailable)
@@ -244,10 +246,10 @@ func TestNewRejectsBadInput(t *testing.T) {
 // refused.
 func TestUnconfirmedHitSaysItWasCounted(t *testing.T) {
 	srv := redisserver.ForTest(t) // no replica: WAIT 1 confirms nothing
-	rule := ratelab.Rule{Name: "unconfirmed", Limit: 2, Window: time.Hour}
+	rule := storetest.Checked(ratelab.Rule{Name: "unconfirmed", Limit: 2, Window: time.Hour})
 	for i, policy := range []ratelab.FailPolicy{ratelab.FailClosed, ratelab.FailOpen, ratelab.FailLocal} {
-		s := newStore(t, srv, redisstore.Options{FailPolicy: policy, WaitReplicas: 1, WaitTimeout: 10 * time.Millisecond,
-			Prefix: fmt.Sprintf("u%d:", i), Logger: slog.New(slog.DiscardHandler)})
+		s := storetest.WithPolicy(newStore(t, srv, redisstore.Options{WaitReplicas: 1, WaitTimeout: 10 * time.Millisecond,
+			Prefix: fmt.Sprintf("u%d:", i), Logger: slog.New(slog.DiscardHandler)}), policy, slog.New(slog.DiscardHandler))
 		for hit := 1; hit <= 3; hit++ {
 			d, err := s.TakeAt(context.Background(), rule, "ip:203.0.113.7", t0)
 			if policy == ratelab.FailClosed {
@@ -256,8 +258,8 @@ func TestUnconfirmedHitSaysItWasCounted(t *testing.T) {
 				continue
 			}
 			require.NoError(t, err, "fail-%v, hit %d", policy, hit)
-			assert.NoError(t, d.NotCounted, "fail-%v, hit %d: the primary counted it", policy, hit)
-			assert.False(t, d.Local, "fail-%v, hit %d", policy, hit)
+			assert.Equal(t, ratelab.Shared, d.Source, "fail-%v, hit %d: the primary counted it", policy, hit)
+			assert.False(t, (d.Source == ratelab.Local), "fail-%v, hit %d", policy, hit)
 			assert.Equal(t, hit <= 2, d.Allowed, "fail-%v, hit %d: decided on the primary's count", policy, hit)
 		}
 		// The count the primary holds: the three hits, refused or not.
@@ -272,9 +274,9 @@ func TestUnconfirmedHitSaysItWasCounted(t *testing.T) {
 // (min-replicas-to-write) did not count the hit: fail-open says so.
 func TestNoReplicasIsNotCounted(t *testing.T) {
 	srv := redisserver.ForTest(t, "--min-replicas-to-write", "1")
-	s := newStore(t, srv, redisstore.Options{FailPolicy: ratelab.FailOpen, Logger: slog.New(slog.DiscardHandler)})
+	s := storetest.WithPolicy(newStore(t, srv, redisstore.Options{Logger: slog.New(slog.DiscardHandler)}), ratelab.FailOpen, slog.New(slog.DiscardHandler))
 	d, err := s.TakeAt(context.Background(), waitRule, "ip:203.0.113.7", t0)
 	require.NoError(t, err)
-	require.ErrorIs(t, d.NotCounted, redisstore.ErrNotReplicated)
-	assert.Contains(t, d.NotCounted.Error(), "not counted")
+	require.ErrorIs(t, d.Cause, redisstore.ErrNotReplicated)
+	assert.Contains(t, d.Cause.Error(), "not counted")
 }

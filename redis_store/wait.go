@@ -124,7 +124,11 @@ type unconfirmed struct {
 	acks, want int64
 	timeout    time.Duration
 	err        error // WAIT's own error, if it failed
+	d          ratelab.Decision
 }
+
+// Decided returns the primary's decision, for ratelab.WithFailPolicy.
+func (e *unconfirmed) Decided() ratelab.Decision { return e.d }
 
 func (e *unconfirmed) Error() string {
 	if e.err != nil {
@@ -148,21 +152,15 @@ func isUnconfirmed(err error) bool {
 	return errors.As(err, &u)
 }
 
-// unconfirmedHit decides d, a hit the primary counted and the replicas did
-// not confirm (err). Fail-closed refuses it — the error wraps
-// ratelab.ErrUnavailable and ErrNotReplicated, and says the count stays on
-// the primary. Fail-open and fail-local return d, the primary's decision,
-// which counted the hit: it is not a store that could not count.
-func (s *Store) unconfirmedHit(ctx context.Context, rkey string, d ratelab.Decision, err error) (ratelab.Decision, error) {
-	if s.fail.Policy() != ratelab.FailClosed {
-		s.log.Warn("redisstore: hit decided on the primary's count, not confirmed by replicas",
-			"key", rkey, "rule", d.Rule.Name, "allowed", d.Allowed, "err", err)
-		return d, nil
-	}
-	if cerr := ctx.Err(); cerr != nil {
-		return ratelab.Decision{}, fmt.Errorf("redisstore: %w", cerr)
-	}
-	s.log.Error("redisstore: hit refused (fail-closed): counted on the primary, not confirmed by replicas",
-		"key", rkey, "rule", d.Rule.Name, "err", err)
-	return ratelab.Decision{}, fmt.Errorf("redisstore: %w: %w", ratelab.ErrUnavailable, err)
+// unconfirmedHit is the error of d, a hit the primary counted and the
+// replicas did not confirm (err, an *unconfirmed): it wraps
+// ratelab.ErrUnavailable and ErrNotReplicated, and carries d, which
+// ratelab.WithFailPolicy returns under fail-open and fail-local — the
+// hit was counted, so it is not a store that could not count — and
+// refuses under fail-closed, the count staying on the primary.
+func unconfirmedHit(rkey string, d ratelab.Decision, err error) error {
+	var u *unconfirmed
+	errors.As(err, &u)
+	u.d = d
+	return fmt.Errorf("redisstore: %s: %w: %w", rkey, ratelab.ErrUnavailable, err)
 }

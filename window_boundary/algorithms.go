@@ -18,7 +18,8 @@ type Algorithm interface {
 	AllowAt(t time.Time) bool
 }
 
-// Limited is an Algorithm that is a real store deciding a real rule: the
+// Limited is an Algorithm that is a real store deciding a real rule,
+// checked (ratelab.Rule.Check) as a store takes it: the
 // measurements below are of the code applications run, not of a copy. The
 // in-memory store is used in one process, where it is correct; the file
 // and Redis stores are measured across processes by CrossProcessBurst.
@@ -35,7 +36,7 @@ func New(alg ratelab.Algorithm, limit int, window time.Duration, burst int) *Lim
 	if alg == ratelab.GCRA {
 		r.Burst = int64(burst)
 	}
-	return &Limited{Rule: r, Store: new(brokeninmemory.Store)}
+	return &Limited{Rule: r.Normalized(), Store: new(brokeninmemory.Store)}
 }
 
 var names = map[ratelab.Algorithm][2]string{
@@ -46,10 +47,10 @@ var names = map[ratelab.Algorithm][2]string{
 }
 
 // Name names the algorithm as the chapter does.
-func (a *Limited) Name() string { return names[a.Rule.Normalized().Algorithm][0] }
+func (a *Limited) Name() string { return names[a.Rule.Algorithm][0] }
 
 // Bound says how many it may accept in one window-long span.
-func (a *Limited) Bound() string { return names[a.Rule.Normalized().Algorithm][1] }
+func (a *Limited) Bound() string { return names[a.Rule.Algorithm][1] }
 
 // AllowAt takes one hit at t. A store error counts as a refusal and is
 // kept for Err.

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/childproc"
-	"github.com/ratelab/ratelab/internal/lab/redisserver"
 	windowboundary "github.com/ratelab/ratelab/window_boundary"
 )
 
@@ -123,31 +123,21 @@ func TestReportFailsOnABrokenClaim(t *testing.T) {
 // The edge with real processes and the real shared stores: each process
 // is told its instant, nobody sleeps, and every algorithm decides across
 // processes exactly as the in-memory store decides in one.
+// (Redis runs the same in package beyondonehost, which registers it.)
 func TestCrossProcessBurst(t *testing.T) {
-	targets := map[string]windowboundary.Target{"file": {Dir: t.TempDir()}}
-	if redisserver.Available() {
-		srv := redisserver.ForTest(t)
-		targets["redis"] = windowboundary.Target{Dir: t.TempDir(), RedisURL: "redis://" + srv.Addr + "/0"}
-	} else {
-		t.Log("redis-server not found: the Redis run is skipped; install it with " + redisserver.InstallHint)
-	}
-	for name, target := range targets {
-		for _, a := range windowboundary.All(30, w, 5) {
-			l := a.(*windowboundary.Limited)
-			t.Run(name+"/"+string(l.Rule.Normalized().Algorithm), func(t *testing.T) {
-				want, _ := windowboundary.MaxIn(windowboundary.Run(windowboundary.New(l.Rule.Normalized().Algorithm, 30, w, 5), windowboundary.Edge(30, w, t0)), w)
-				target := target
-				target.Dir = t.TempDir()
-				b, err := windowboundary.CrossProcessBurst(target, l.Rule, t0)
-				require.NoError(t, err)
-				assert.Equal(t, 61, b.Requests)
-				assert.Equal(t, want, b.MaxInWindow, "across processes as in one")
-				if l.Rule.Normalized().Algorithm == ratelab.FixedWindow {
-					assert.Equal(t, 60, b.Accepted, "fixed window: 2 × limit")
-					assert.Equal(t, time.Hour, b.Span)
-				}
-			})
-		}
+	for _, a := range windowboundary.All(30, w, 5) {
+		l := a.(*windowboundary.Limited)
+		t.Run(string(l.Rule.Normalized().Algorithm), func(t *testing.T) {
+			want, _ := windowboundary.MaxIn(windowboundary.Run(windowboundary.New(l.Rule.Normalized().Algorithm, 30, w, 5), windowboundary.Edge(30, w, t0)), w)
+			b, err := windowboundary.CrossProcessBurst(windowboundary.Target{Store: harness.File, Dir: t.TempDir()}, l.Rule, t0)
+			require.NoError(t, err)
+			assert.Equal(t, 61, b.Requests)
+			assert.Equal(t, want, b.MaxInWindow, "across processes as in one")
+			if l.Rule.Normalized().Algorithm == ratelab.FixedWindow {
+				assert.Equal(t, 60, b.Accepted, "fixed window: 2 × limit")
+				assert.Equal(t, time.Hour, b.Span)
+			}
+		})
 	}
 }
 

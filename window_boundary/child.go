@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -11,9 +12,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ratelab/ratelab"
-	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
+	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/childproc"
-	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
 // roleHit is this package's one child role: one hit at a given instant.
@@ -22,9 +22,9 @@ const roleHit = "boundary/hit"
 // Roles are this package's child roles, for childproc.RunIfChild.
 func Roles() childproc.Roles { return childproc.Roles{roleHit: hitChild} }
 
-// hitChild makes one hit with a shared store (the file store, or Redis
-// when RATELAB_WB_REDIS is set) and a Limiter, at the instant its parent
-// handed it: the clock is injected, never slept towards.
+// hitChild makes one hit with a shared store (the harness's App, in
+// RATELAB_APP) and a Limiter, at the instant its parent handed it: the
+// clock is injected, never slept towards.
 func hitChild() error {
 	at, err := time.Parse(time.RFC3339Nano, os.Getenv("RATELAB_WB_AT"))
 	if err != nil {
@@ -34,19 +34,15 @@ func hitChild() error {
 	if err := json.Unmarshal([]byte(os.Getenv("RATELAB_WB_RULE")), &r); err != nil {
 		return fmt.Errorf("RATELAB_WB_RULE: %w", err)
 	}
-	var store ratelab.Store
-	if url := os.Getenv("RATELAB_WB_REDIS"); url != "" {
-		c, err := redisstore.NewClient(url, 0)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		if store, err = redisstore.New(c, redisstore.Options{FailPolicy: ratelab.FailClosed, Prefix: os.Getenv("RATELAB_WB_PREFIX")}); err != nil {
-			return err
-		}
-	} else if store, err = fixedfilestore.New(os.Getenv("RATELAB_WB_DIR"), fixedfilestore.Options{FailPolicy: ratelab.FailClosed}); err != nil {
+	var target harness.App
+	if err := json.Unmarshal([]byte(os.Getenv("RATELAB_WB_TARGET")), &target); err != nil {
+		return fmt.Errorf("RATELAB_WB_TARGET: %w", err)
+	}
+	store, closer, err := harness.OpenStore(target, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	if err != nil {
 		return err
 	}
+	defer closer.Close()
 	l, err := ratelab.NewLimiter(store, r)
 	if err != nil {
 		return err
@@ -59,19 +55,11 @@ func hitChild() error {
 	return nil
 }
 
-// Target is where CrossProcessBurst's children keep their state: the file
-// store in Dir, or Redis at RedisURL (under a prefix named after Dir, so
-// runs never share keys).
-type Target struct {
-	Dir, RedisURL string
-}
-
-func (t Target) name() string {
-	if t.RedisURL != "" {
-		return "redis_store"
-	}
-	return "fixed_filestore"
-}
+// Target is where CrossProcessBurst's children keep their state: the
+// store of an App of any kind the binary registers, failing closed — an
+// error, never a hit let through — with its keys under a prefix of its
+// own for a Redis, so that runs never share keys.
+type Target = harness.App
 
 // Burst is what CrossProcessBurst saw.
 type Burst struct {
@@ -91,8 +79,13 @@ type Burst struct {
 // run in order.
 func CrossProcessBurst(target Target, r ratelab.Rule, t0 time.Time) (Burst, error) {
 	reqs := Edge(int(r.Limit), r.Window, t0)
-	b := Burst{Store: target.name(), Algorithm: r.Normalized().Algorithm, Requests: len(reqs)}
+	b := Burst{Store: string(target.Store), Algorithm: r.Normalized().Algorithm, Requests: len(reqs)}
+	target.FailPolicy = ratelab.FailClosed
 	rule, err := json.Marshal(r)
+	if err != nil {
+		return b, err
+	}
+	app, err := json.Marshal(target)
 	if err != nil {
 		return b, err
 	}
@@ -108,7 +101,7 @@ func CrossProcessBurst(target Target, r ratelab.Rule, t0 time.Time) (Burst, erro
 		for k := range ok {
 			g.Go(func() error {
 				var err error
-				ok[k], err = oneHit(target, string(rule), reqs[i])
+				ok[k], err = oneHit(string(app), string(rule), reqs[i])
 				return err
 			})
 		}
@@ -130,13 +123,9 @@ func CrossProcessBurst(target Target, r ratelab.Rule, t0 time.Time) (Burst, erro
 	return b, nil
 }
 
-func oneHit(target Target, rule string, at time.Time) (bool, error) {
+func oneHit(target, rule string, at time.Time) (bool, error) {
 	p, err := childproc.Start("hit at "+at.Format(time.RFC3339), roleHit,
-		"RATELAB_WB_AT="+at.Format(time.RFC3339Nano),
-		"RATELAB_WB_RULE="+rule,
-		"RATELAB_WB_DIR="+target.Dir,
-		"RATELAB_WB_REDIS="+target.RedisURL,
-		"RATELAB_WB_PREFIX=wb:"+target.Dir+":")
+		"RATELAB_WB_AT="+at.Format(time.RFC3339Nano), "RATELAB_WB_RULE="+rule, "RATELAB_WB_TARGET="+target)
 	if err != nil {
 		return false, err
 	}

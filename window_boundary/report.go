@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/harness"
 )
 
 // Config is a boundary demonstration's parameters.
@@ -19,9 +20,10 @@ type Config struct {
 	Seed   uint64    // random traffic
 	T0     time.Time // a multiple of Window: where the fixed window opens
 	Dir    string    // for the cross-process run; "" skips it
-	// RedisURL, if set, runs the cross-process run through Redis instead
-	// of the file store in Dir.
-	RedisURL string
+	// Store, if its kind is set, is the store of the cross-process run
+	// instead of the file store in Dir: a Redis (harness.App.Server),
+	// say, under a prefix of its own for each algorithm.
+	Store harness.App
 }
 
 // DefaultConfig is 30 per hour, as the original, from 2026-07-09T00:00Z.
@@ -143,7 +145,7 @@ func (r *Report) checkClaims() {
 }
 
 // crossProcess runs the edge pattern across processes, through the file
-// store in Config.Dir (or Redis), with each algorithm. The shared stores
+// store in Config.Dir (or Config.Store), with each algorithm. The shared stores
 // must decide exactly as the in-memory store did in one process: the same
 // step, shared state.
 func (r *Report) crossProcess() error {
@@ -154,7 +156,12 @@ func (r *Report) crossProcess() error {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
 		}
-		b, err := CrossProcessBurst(Target{Dir: dir, RedisURL: c.RedisURL}, l.Rule, c.T0)
+		target := Target{Store: harness.File, Dir: dir}
+		if c.Store.Store != "" {
+			target = c.Store
+			target.Prefix = "wb:" + dir + ":"
+		}
+		b, err := CrossProcessBurst(target, l.Rule, c.T0)
 		if err != nil {
 			return err
 		}

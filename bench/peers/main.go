@@ -28,7 +28,7 @@ import (
 	sredis "github.com/ulule/limiter/v3/drivers/store/redis"
 
 	"github.com/ratelab/ratelab"
-	"github.com/ratelab/ratelab/internal/lab/redisserver"
+	"github.com/ratelab/ratelab/lab/redisserver"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
@@ -77,7 +77,7 @@ func hitterOn(v string, rdb redis.UniversalClient) (hit, error) {
 		s := redis.NewScript("return 1")
 		return func(ctx context.Context, key string) error { return s.Run(ctx, rdb, []string{key}).Err() }, nil
 	case "ratelab-fixed", "ratelab-gcra":
-		st, err := redisstore.New(rdb, redisstore.Options{FailPolicy: ratelab.FailClosed})
+		st, err := redisstore.New(rdb, redisstore.Options{})
 		if err != nil {
 			return nil, err
 		}

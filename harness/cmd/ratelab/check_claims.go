@@ -7,9 +7,10 @@ import (
 
 	"github.com/ratelab/ratelab"
 	databaselock "github.com/ratelab/ratelab/database_lock"
+	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/claim"
-	"github.com/ratelab/ratelab/internal/lab/redisserver"
-	"github.com/ratelab/ratelab/internal/lab/sqlserver"
+	"github.com/ratelab/ratelab/lab/redisserver"
+	"github.com/ratelab/ratelab/lab/sqlserver"
 )
 
 // checkClaims runs the table of claims and prints it.
@@ -56,7 +57,7 @@ type checkRow struct {
 // allows half its hits and refuses the rest.
 func checkTable() []checkRow {
 	const yes, no = "linearizable", "not linearizable"
-	run := func(store, model string, alg ratelab.Algorithm, kills int) checkRun {
+	run := func(store harness.StoreKind, model string, alg ratelab.Algorithm, kills int) checkRun {
 		return checkRun{store: store, model: model, algorithm: alg, clients: 8, hits: 10, workers: 4, kills: kills}
 	}
 	stopped := func(model string) checkRun {

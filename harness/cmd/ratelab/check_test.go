@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/internal/lab/redisserver"
+	"github.com/ratelab/ratelab/lab/redisserver"
 )
 
 // TestCheckClaims runs the table of claims: every row's verdict is the

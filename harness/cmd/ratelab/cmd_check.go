@@ -7,21 +7,24 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/ratelab/ratelab"
 	beyondonehost "github.com/ratelab/ratelab/beyond_one_host"
 	databaselock "github.com/ratelab/ratelab/database_lock"
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/internal/lab/redisserver"
-	"github.com/ratelab/ratelab/internal/lab/sqlserver"
+	"github.com/ratelab/ratelab/internal/choices"
+	"github.com/ratelab/ratelab/lab/redisserver"
+	"github.com/ratelab/ratelab/lab/sqlserver"
 	"github.com/ratelab/ratelab/linearizability"
 	racetests "github.com/ratelab/ratelab/race_tests"
 )
 
 // checkRun is one configuration ratelab check runs and checks.
 type checkRun struct {
-	store, model  string
+	store         harness.StoreKind
+	model         string
 	algorithm     ratelab.Algorithm
 	clients, hits int
 	workers       int
@@ -49,9 +52,9 @@ const checkTimeout = time.Minute
 func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("check", stdout)
 	c := checkRun{}
-	f.StringVar(&c.store, "store", "", "memory, file, redis, mysql or postgres, the servers private (default: run the table of claims)")
+	store := f.String("store", "", choices.Or(harness.Kinds())+", the servers private (default: run the table of claims)")
 	f.StringVar(&c.model, "model", "single", "execution model: single, pool, cgi or two-hosts")
-	alg := f.String("algorithm", "fixed", "fixed, sliding, log or gcra")
+	alg := f.String("algorithm", "fixed", choices.Or(ratelab.Algorithms()))
 	f.IntVar(&c.clients, "clients", 8, "clients sending at once (> 0)")
 	f.IntVar(&c.hits, "hits", 10, "requests each client sends, one after another (> 0)")
 	fault := f.String("fault", "none", "none; kill: two processes SIGKILL themselves in the middle of a hit; stop: two SIGSTOP themselves there, and are continued once the others have answered 8 hits (or after 300 ms); -store redis only: failover, the primary killed and its replica promoted; move, a cluster's slot moved to another node under the hits")
@@ -64,7 +67,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := f.parse(args); err != nil {
 		return 0, err
 	}
-	c.workers, c.algorithm = f.workers, ratelab.Algorithm(*alg)
+	c.workers, c.algorithm, c.store = f.workers, ratelab.Algorithm(*alg), harness.StoreKind(*store)
 	if err := c.check(*fault); err != nil {
 		return 0, err
 	}
@@ -112,15 +115,13 @@ func (c *checkRun) check(fault string) error {
 	c.kills, c.stops = map[string]int{"kill": 2}[fault], map[string]int{"stop": 2}[fault]
 	c.failover, c.move = fault == "failover", fault == "move"
 	if err := (ratelab.Rule{Name: "check", Limit: 1, Window: time.Hour, Algorithm: c.algorithm}).Validate(); err != nil {
-		return usagef("-algorithm %q: use fixed, sliding, log or gcra", c.algorithm)
+		return usagef("-algorithm %q: use %s", c.algorithm, choices.Or(ratelab.Algorithms()))
 	}
 	if _, err := harness.ParseModel(c.model); err != nil {
 		return usagef("%v", err)
 	}
-	switch c.store {
-	case "", "memory", "file", "redis", "mysql", "postgres":
-	default:
-		return usagef("-store %q: use memory, file, redis, mysql or postgres", c.store)
+	if c.store != "" && !slices.Contains(harness.Kinds(), c.store) {
+		return usagef("-store %q: use %s", c.store, choices.Or(harness.Kinds()))
 	}
 	return nil
 }
@@ -177,7 +178,7 @@ func (c checkRun) underModel(stderr io.Writer) func(dir string) (linearizability
 		if c.kills > 0 {
 			cfg.Stderr = io.Discard // the killed processes' clients are told, and the front logs each
 		}
-		hist, _, err := harness.Record(context.Background(), cfg, harness.Recording{Clients: c.clients, Hits: c.hits, Kills: c.kills, Stops: c.stops}, dir)
+		hist, _, err := linearizability.RecordModel(context.Background(), cfg, linearizability.Recording{Clients: c.clients, Hits: c.hits, Kills: c.kills, Stops: c.stops}, dir)
 		return hist, err
 	}
 }
@@ -200,8 +201,8 @@ func (c checkRun) lesson() func(dir string) (linearizability.History, error) {
 				return linearizability.History{}, err
 			}
 			defer stop()
-			key := map[string]string{"mysql": "mariadb", "postgres": "postgres"}[c.store]
-			return databaselock.RecordMistake(context.Background(), key, app.DSN, c.mistake, dir)
+			key := map[harness.StoreKind]string{databaselock.MySQL: "mariadb", databaselock.Postgres: "postgres"}[c.store]
+			return databaselock.RecordMistake(context.Background(), key, app.Server, c.mistake, dir)
 		}
 	case c.move:
 		return func(dir string) (linearizability.History, error) {
@@ -228,24 +229,24 @@ func (c checkRun) failoverMode() beyondonehost.FailoverMode {
 // what stops the server.
 func (c checkRun) privateServer(app *harness.App) (stop func(), err error) {
 	switch c.store {
-	case "redis":
+	case beyondonehost.Redis:
 		srv, err := redisserver.Start()
 		if err != nil {
 			return nil, err
 		}
-		app.RedisURL = srv.URL()
+		app.Server = srv.URL()
 		return srv.Stop, nil
-	case "mysql", "postgres":
+	case databaselock.MySQL, databaselock.Postgres:
 		start := sqlserver.StartMariaDB
-		if c.store == "postgres" {
+		if c.store == databaselock.Postgres {
 			start = sqlserver.StartPostgres
 		}
 		srv, err := start()
 		if err != nil {
 			return nil, err
 		}
-		app.DSN = srv.DSN
-		if _, err := app.CheckDatabase(context.Background()); err != nil { // creates the tables
+		app.Server = srv.DSN
+		if _, err := databaselock.CheckDatabase(context.Background(), *app); err != nil { // creates the tables
 			srv.Stop()
 			return nil, err
 		}

@@ -11,7 +11,7 @@ import (
 	databaselock "github.com/ratelab/ratelab/database_lock"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/claim"
-	"github.com/ratelab/ratelab/internal/lab/sqlserver"
+	"github.com/ratelab/ratelab/lab/sqlserver"
 )
 
 // dbOptions are ratelab db's flags besides the shared ones.
@@ -85,12 +85,13 @@ func cmdDB(args []string, stdout, stderr io.Writer) (int, error) {
 // lessonServer is one database of ratelab db: its store, the lessons'
 // dialect, and what starts a private server.
 type lessonServer struct {
-	store, dialect string
-	start          func(...string) (*sqlserver.Server, error)
+	store   harness.StoreKind
+	dialect string
+	start   func(...string) (*sqlserver.Server, error)
 }
 
 func lessonServers() []lessonServer {
-	return []lessonServer{{"mysql", "mariadb", sqlserver.StartMariaDB}, {"postgres", "postgres", sqlserver.StartPostgres}}
+	return []lessonServer{{databaselock.MySQL, "mariadb", sqlserver.StartMariaDB}, {databaselock.Postgres, "postgres", sqlserver.StartPostgres}}
 }
 
 // checkDBServers is -check: exit 0 if every database the lessons need is
@@ -114,8 +115,8 @@ func checkDBServers(o *dbOptions, stderr io.Writer) int {
 // private servers' it starts — once each database is checked free of
 // the live tables (unless -force) and holds the lesson store's tables.
 // stop stops the private servers; it is never nil.
-func lessonDatabases(ctx context.Context, app harness.App, o *dbOptions, progress io.Writer) (dsns map[string]string, stop func(), err error) {
-	dsns = map[string]string{"mysql": o.mysql, "postgres": o.postgres}
+func lessonDatabases(ctx context.Context, app harness.App, o *dbOptions, progress io.Writer) (dsns map[harness.StoreKind]string, stop func(), err error) {
+	dsns = map[harness.StoreKind]string{databaselock.MySQL: o.mysql, databaselock.Postgres: o.postgres}
 	var servers []*sqlserver.Server
 	stop = func() {
 		for _, srv := range servers {
@@ -134,15 +135,15 @@ func lessonDatabases(ctx context.Context, app harness.App, o *dbOptions, progres
 			servers = append(servers, srv)
 			dsns[db.store] = srv.DSN
 		}
-		live, err := harness.App{Store: db.store, DSN: dsns[db.store]}.HasTables(ctx) // the stores' default tables
+		live, err := databaselock.HasTables(ctx, harness.App{Store: db.store, Server: dsns[db.store]}) // the stores' default tables
 		if err != nil || live && !o.force {
 			return nil, stop, usagef("-%s: %v", db.store, cmp.Or(err, errLiveTables))
 		}
 	}
 	for _, db := range lessonServers() { // both databases checked before either is written
 		a := app
-		a.Store, a.DSN = db.store, dsns[db.store]
-		if _, err := a.CheckDatabase(ctx); err != nil { // creates the lesson store's tables
+		a.Store, a.Server = db.store, dsns[db.store]
+		if _, err := databaselock.CheckDatabase(ctx, a); err != nil { // creates the lesson store's tables
 			return nil, stop, usagef("-%s: %v", db.store, err)
 		}
 	}
@@ -150,7 +151,7 @@ func lessonDatabases(ctx context.Context, app harness.App, o *dbOptions, progres
 }
 
 // dbLessons runs the database lessons on each database.
-func dbLessons(ctx context.Context, dsns map[string]string, progress io.Writer) ([]claim.Claim, error) {
+func dbLessons(ctx context.Context, dsns map[harness.StoreKind]string, progress io.Writer) ([]claim.Claim, error) {
 	var lessons []claim.Claim
 	for _, db := range lessonServers() {
 		if progress != nil {
@@ -167,12 +168,12 @@ func dbLessons(ctx context.Context, dsns map[string]string, progress io.Writer) 
 
 // twoHostsOnDatabases runs the two-hosts model with files and with each
 // database, the lesson store's states cleared before every row.
-func twoHostsOnDatabases(ctx context.Context, app harness.App, workers int, o *dbOptions, dsns map[string]string, progress io.Writer) (harness.Report, error) {
+func twoHostsOnDatabases(ctx context.Context, app harness.App, workers int, o *dbOptions, dsns map[harness.StoreKind]string, progress io.Writer) (harness.Report, error) {
 	clearStates := func() error {
 		for _, db := range lessonServers() {
 			a := app
-			a.Store, a.DSN = db.store, dsns[db.store]
-			if err := a.ClearStates(ctx); err != nil {
+			a.Store, a.Server = db.store, dsns[db.store]
+			if err := databaselock.ClearStates(ctx, a); err != nil {
 				return err
 			}
 		}
@@ -183,7 +184,7 @@ func twoHostsOnDatabases(ctx context.Context, app harness.App, workers int, o *d
 		return harness.Report{}, err
 	}
 	defer cleanup()
-	return harness.DatabaseDemo(ctx, app, workers, harness.Workload{Requests: o.requests, Concurrency: o.conc}, dir, dsns, clearStates, progress)
+	return databaselock.DatabaseDemo(ctx, app, workers, harness.Workload{Requests: o.requests, Concurrency: o.conc}, dir, dsns, clearStates, progress)
 }
 
 // The tables the lessons write: their own, and those of the store the

@@ -13,8 +13,8 @@ import (
 	beyondonehost "github.com/ratelab/ratelab/beyond_one_host"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/claim"
-	"github.com/ratelab/ratelab/internal/lab/bench"
-	"github.com/ratelab/ratelab/internal/lab/redisserver"
+	"github.com/ratelab/ratelab/lab/bench"
+	"github.com/ratelab/ratelab/lab/redisserver"
 	racetests "github.com/ratelab/ratelab/race_tests"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 	windowboundary "github.com/ratelab/ratelab/window_boundary"
@@ -200,7 +200,7 @@ func cmdRedis(args []string, stdout, stderr io.Writer) (int, error) {
 	ctx := context.Background()
 	reset := func() error { return client.FlushDB(ctx).Err() }
 	progress := progressTo(stderr, *stable)
-	rep, err := harness.RedisDemo(ctx, app, f.workers, harness.Workload{Requests: *requests, Concurrency: *conc}, dir, *url, reset, progress)
+	rep, err := beyondonehost.RedisDemo(ctx, app, f.workers, harness.Workload{Requests: *requests, Concurrency: *conc}, dir, *url, reset, progress)
 	if err != nil {
 		return 0, err
 	}

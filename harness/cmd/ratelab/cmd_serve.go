@@ -16,12 +16,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab"
+	beyondonehost "github.com/ratelab/ratelab/beyond_one_host"
+	databaselock "github.com/ratelab/ratelab/database_lock"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/claim"
 	"github.com/ratelab/ratelab/internal/redact"
-	"github.com/ratelab/ratelab/internal/sqlstore"
 	redisstore "github.com/ratelab/ratelab/redis_store"
+	"github.com/ratelab/ratelab/sql_store"
 )
 
 func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
@@ -56,9 +58,10 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	w := harness.Workload{Requests: *requests, Concurrency: *conc}
 	var rep harness.Report
 	if *outage != "" {
-		rep, err = harness.OutageDemo(context.Background(), app, f.workers, w, progress)
+		rep, err = beyondonehost.OutageDemo(context.Background(), app, f.workers, w, progress)
 	} else {
-		rep, err = harness.Demo(context.Background(), *store, app, f.workers, w, dir, progress)
+		app.Store = harness.StoreKind(*store)
+		rep, err = harness.Demo(context.Background(), app, f.workers, w, dir, progress)
 	}
 	if err != nil {
 		return 0, err
@@ -250,7 +253,7 @@ func checkServe(cfg harness.Config, allowEviction bool, stderr io.Writer) (conns
 	}
 	app := cfg.App
 	switch app.Store {
-	case "file":
+	case harness.File:
 		s, err := fixedfilestore.New(app.Dir, fixedfilestore.Options{})
 		if err == nil {
 			err = errors.Join(s.CheckWritable(), s.Close())
@@ -258,9 +261,9 @@ func checkServe(cfg harness.Config, allowEviction bool, stderr io.Writer) (conns
 		if err != nil {
 			return 0, usagef("%v", err)
 		}
-	case "redis":
+	case beyondonehost.Redis:
 		return 0, checkRedis(app, allowEviction, stderr)
-	case "mysql", "postgres":
+	case databaselock.MySQL, databaselock.Postgres:
 		return checkDatabase(cfg, stderr)
 	}
 	return 0, nil
@@ -271,8 +274,12 @@ func checkServe(cfg harness.Config, allowEviction bool, stderr io.Writer) (conns
 // refused writes are configuration errors; an unreachable Redis is an
 // outage, warned about.
 func checkRedis(app harness.App, allowEviction bool, stderr io.Writer) error {
-	shown := redact.String(app.RedisURL)
-	c, err := redisstore.NewClient(app.RedisURL, time.Second)
+	shown := redact.String(app.Server)
+	u, err := beyondonehost.ClientURL(app.Server)
+	if err != nil {
+		return usagef("-redis: %v", err)
+	}
+	c, err := redisstore.NewClient(u, time.Second)
 	if err != nil {
 		return usagef("-redis: %v", err)
 	}
@@ -314,7 +321,7 @@ func checkDatabase(cfg harness.Config, stderr io.Writer) (int, error) {
 	app := cfg.App
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	usable, err := app.CheckDatabase(ctx)
+	usable, err := databaselock.CheckDatabase(ctx, app)
 	switch {
 	case errors.Is(err, harness.ErrConfig):
 		return 0, usagef("-%s: %v", app.Store, strings.TrimPrefix(err.Error(), "harness: configuration error: "))

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab"
+	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
+	"github.com/ratelab/ratelab/internal/choices"
 )
 
 // hitResult is the JSON line ratelab hit prints; waits are whole seconds,
@@ -22,8 +24,11 @@ type hitResult struct {
 	Remaining  *int64 `json:"remaining,omitempty"` // nil for a hit let through uncounted: no state is known
 	RetryAfter *int64 `json:"retry_after,omitempty"`
 	ResetAfter *int64 `json:"reset_after,omitempty"`
-	NotCounted string `json:"not_counted,omitempty"`
-	Local      bool   `json:"local,omitempty"` // decided by this process alone (-fail local)
+	// Source is "local" for a hit decided by this process alone (-fail
+	// local), "uncounted" for one let through uncounted (-fail open); it
+	// and Cause are left out of a hit the store decided.
+	Source string `json:"source,omitempty"`
+	Cause  string `json:"cause,omitempty"`
 }
 
 // ruleFlags are the flags that name a key under a rule, shared by hit and
@@ -37,8 +42,8 @@ func (f *flags) ruleFlags(keyHelp string) ruleFlags {
 	rf := ruleFlags{
 		key:      f.String("key", "", keyHelp),
 		name:     f.String("rule", "demo-start", "the rule's name: its state is kept apart from every other rule's"),
-		fail:     f.String("fail", "open", "what to do when the state cannot be reached: open, closed or local (decide in this process alone)"),
-		algo:     f.String("algorithm", "fixed", "fixed (the original's fixed window), sliding (sliding-window counter), log (sliding log) or gcra"),
+		fail:     f.String("fail", "open", "what to do when the state cannot be reached: "+choices.Or(ratelab.FailPolicies())+" (decide in this process alone)"),
+		algo:     f.String("algorithm", "fixed", choices.Or(ratelab.Algorithms())+": the original's fixed window, the sliding-window counter, the sliding log, GCRA"),
 		burst:    f.Int("burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)"),
 		refusals: f.String("refusals", "default", "whether refused hits count: default (the algorithm's), count or ignore"),
 	}
@@ -56,18 +61,18 @@ func (f *flags) parseRule(rf ruleFlags, args []string) (ratelab.Rule, ratelab.Fa
 	}
 	policy, err := ratelab.ParseFailPolicy(*rf.fail)
 	if err != nil {
-		return ratelab.Rule{}, 0, usagef("-fail %q: use open, closed or local", *rf.fail)
+		return ratelab.Rule{}, 0, usagef("-fail %q: use %s", *rf.fail, choices.Or(ratelab.FailPolicies()))
 	}
 	alg, err := ratelab.ParseAlgorithm(*rf.algo)
 	if err != nil {
-		return ratelab.Rule{}, 0, usagef("-algorithm %q: use fixed, sliding, log or gcra", *rf.algo)
+		return ratelab.Rule{}, 0, usagef("-algorithm %q: use %s", *rf.algo, choices.Or(ratelab.Algorithms()))
 	}
 	refusals, err := ratelab.ParseRefusals(*rf.refusals)
 	if err != nil {
 		return ratelab.Rule{}, 0, usagef("-refusals %q: use default, count or ignore", *rf.refusals)
 	}
-	rule := ratelab.Rule{Name: *rf.name, Limit: int64(f.limit), Window: f.window, Algorithm: alg, Burst: int64(*rf.burst), Refusals: refusals}
-	if err := rule.Validate(); err != nil {
+	rule, err := ratelab.Rule{Name: *rf.name, Limit: int64(f.limit), Window: f.window, Algorithm: alg, Burst: int64(*rf.burst), Refusals: refusals}.Check()
+	if err != nil {
 		return ratelab.Rule{}, 0, usagef("%v", strings.TrimPrefix(err.Error(), "ratelab: "))
 	}
 	return rule, policy, nil
@@ -78,11 +83,11 @@ func cmdReset(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("reset", stdout)
 	f.logger = cliLogger(stderr)
 	rf := f.ruleFlags("the key to forget, e.g. ip:203.0.113.7 (required)")
-	rule, policy, err := f.parseRule(rf, args)
+	rule, _, err := f.parseRule(rf, args)
 	if err != nil {
 		return 0, err
 	}
-	store, err := f.openStore(policy)
+	store, err := f.openStore()
 	if err != nil {
 		return 0, err
 	}
@@ -90,7 +95,7 @@ func cmdReset(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := store.Reset(context.Background(), rule, *rf.key); err != nil {
 		return 0, err
 	}
-	fmt.Fprintf(stdout, "reset %s %q under rule %q (%s)\n", store.Path(rule, *rf.key), *rf.key, rule.Name, rule.Normalized().Algorithm)
+	fmt.Fprintf(stdout, "reset %s %q under rule %q (%s)\n", store.Path(rule, *rf.key), *rf.key, rule.Name, rule.Algorithm)
 	return exitOK, nil
 }
 
@@ -108,11 +113,16 @@ func cmdHit(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	store, err := f.openStore(policy)
+	store, err := f.openStore()
 	if err != nil {
 		return 0, err
 	}
-	l, err := ratelab.NewLimiter(store, rule)
+	defer store.Close()
+	safe, err := ratelab.WithFailPolicy(store, policy, &brokeninmemory.Store{MaxKeys: brokeninmemory.FallbackKeys}, f.logger)
+	if err != nil {
+		return 0, err
+	}
+	l, err := ratelab.NewLimiter(safe, rule)
 	if err != nil {
 		return 0, usagef("%v", err)
 	}
@@ -121,12 +131,12 @@ func cmdHit(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	res := hitResult{Allowed: d.Allowed, Rule: rule.Name, Limit: rule.Limit}
-	if !d.Uncounted() {
+	if d.Source != ratelab.Uncounted {
 		retry, reset := ratelab.CeilSeconds(d.RetryAfter), ratelab.CeilSeconds(d.ResetAfter)
 		res.Remaining, res.RetryAfter, res.ResetAfter = &d.Remaining, &retry, &reset
 	}
-	if d.NotCounted != nil {
-		res.NotCounted, res.Local = d.NotCounted.Error(), d.Local
+	if d.Source != ratelab.Shared {
+		res.Source, res.Cause = d.Source.String(), d.Cause.Error()
 	}
 	if err := json.NewEncoder(stdout).Encode(res); err != nil {
 		return 0, err

@@ -11,9 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab"
+	databaselock "github.com/ratelab/ratelab/database_lock"
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/internal/lab/sqlserver"
-	"github.com/ratelab/ratelab/internal/lab/storetest"
+	"github.com/ratelab/ratelab/lab/sqlserver"
+	"github.com/ratelab/ratelab/lab/storetest"
 	mysqlstore "github.com/ratelab/ratelab/mysql_store"
 	postgresstore "github.com/ratelab/ratelab/postgres_store"
 )
@@ -106,8 +107,8 @@ func TestDBKeepsToItsOwnTables(t *testing.T) {
 	}
 	my, pg := sqlserver.MariaDBForTest(t).DSN, sqlserver.PostgresForTest(t).DSN
 	live := func(store, dsn string) ratelab.Store { // a store in use, with the default tables and one row
-		a := harness.App{Store: store, DSN: dsn, Limit: 30, Window: time.Hour}
-		_, err := a.CheckDatabase(context.Background())
+		a := harness.App{Store: harness.StoreKind(store), Server: dsn, Limit: 30, Window: time.Hour}
+		_, err := databaselock.CheckDatabase(context.Background(), a)
 		require.NoError(t, err)
 		s, err := map[string]func() (ratelab.Store, error){
 			"mysql": func() (ratelab.Store, error) {

@@ -12,8 +12,11 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab"
+	beyondonehost "github.com/ratelab/ratelab/beyond_one_host"
+	databaselock "github.com/ratelab/ratelab/database_lock"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/internal/choices"
 )
 
 // flags is a flag set that reports bad flags as one usage line.
@@ -159,20 +162,20 @@ func (f *flags) parseForStore(args []string) (time.Time, *fixedfilestore.Store, 
 	if err != nil {
 		return time.Time{}, nil, err
 	}
-	store, err := f.openStore(ratelab.FailOpen)
+	store, err := f.openStore()
 	return now, store, err
 }
 
 // openStore opens the file store at -dir; a missing or unusable directory
 // is bad input.
-func (f *flags) openStore(policy ratelab.FailPolicy) (*fixedfilestore.Store, error) {
+func (f *flags) openStore() (*fixedfilestore.Store, error) {
 	if f.dir == "" {
 		return nil, usagef("-dir is required")
 	}
 	if f.wait < 0 {
 		return nil, usagef("-wait %v must not be negative", f.wait)
 	}
-	s, err := fixedfilestore.New(f.dir, fixedfilestore.Options{FailPolicy: policy, Logger: f.logger, LockWait: f.wait})
+	s, err := fixedfilestore.New(f.dir, fixedfilestore.Options{Logger: f.logger, LockWait: f.wait})
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
@@ -214,17 +217,17 @@ func (f *flags) atOrZero() (time.Time, error) {
 // and returns what makes the App of them once
 // the flags are parsed, a bad algorithm or policy being bad usage.
 func (f *flags) appFlags() func() (harness.App, error) {
-	store := f.String("store", "", "memory, file, redis, mysql or postgres (required)")
-	algo := f.String("algorithm", "fixed", "fixed, sliding, log or gcra")
+	store := f.String("store", "", choices.Or(harness.Kinds())+" (required)")
+	algo := f.String("algorithm", "fixed", choices.Or(ratelab.Algorithms()))
 	burst := f.Int("burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)")
 	fail := f.String("fail", "open", "file, redis and database stores: what to do when the state cannot be reached: open, closed or local (decide in this process alone)")
 	redisURL := f.String("redis", "", "redis store: the server, e.g. redis://127.0.0.1:6379/0 (a cluster: ?addr=host:port…; Sentinel: ?master_name=name); "+
 		"unset, $RATELAB_REDIS, which keeps a password out of ps")
 	redisWait := f.Int("redis-wait", 0, "redis store: replicas that must confirm each hit (WAIT); a hit they do not confirm was counted on the primary, and -fail closed refuses it (503)")
 	redisWaitTimeout := f.Duration("redis-wait-timeout", 100*time.Millisecond, "redis store: with -redis-wait, how long to wait for the replicas")
-	dsns := map[string]*string{
-		"mysql":    f.String("mysql", "", "mysql store: the database, e.g. 'user:password@tcp(127.0.0.1:3306)/ratelab'; unset, $RATELAB_DSN"),
-		"postgres": f.String("postgres", "", "postgres store: the database, e.g. postgres://user:password@127.0.0.1:5432/ratelab; unset, $RATELAB_DSN"),
+	dsns := map[harness.StoreKind]*string{
+		databaselock.MySQL:    f.String("mysql", "", "mysql store: the database, e.g. 'user:password@tcp(127.0.0.1:3306)/ratelab'; unset, $RATELAB_DSN"),
+		databaselock.Postgres: f.String("postgres", "", "postgres store: the database, e.g. postgres://user:password@127.0.0.1:5432/ratelab; unset, $RATELAB_DSN"),
 	}
 	proxies := f.String("trusted-proxies", "", "networks of the proxies in front, CIDR or addresses, comma-separated, e.g. 127.0.0.0/8 (default: none; key on the connection's address)")
 	header := f.String("forwarded-header", "", "with -trusted-proxies: the one header they append the client's address to, X-Forwarded-For or Forwarded")
@@ -232,22 +235,28 @@ func (f *flags) appFlags() func() (harness.App, error) {
 	return func() (harness.App, error) {
 		alg, err := ratelab.ParseAlgorithm(*algo)
 		if err != nil {
-			return harness.App{}, usagef("-algorithm %q: use fixed, sliding, log or gcra", *algo)
+			return harness.App{}, usagef("-algorithm %q: use %s", *algo, choices.Or(ratelab.Algorithms()))
 		}
 		policy, err := ratelab.ParseFailPolicy(*fail)
 		if err != nil {
-			return harness.App{}, usagef("-fail %q: use open, closed or local", *fail)
+			return harness.App{}, usagef("-fail %q: use %s", *fail, choices.Or(ratelab.FailPolicies()))
 		}
-		// A password on the command line shows in ps; in the environment,
-		// only to its own account (/proc/PID/environ is the owner's).
-		a := harness.App{Store: *store, Dir: f.dir, RedisURL: cmp.Or(*redisURL, os.Getenv("RATELAB_REDIS")), RedisWait: *redisWait, RedisWaitTimeout: *redisWaitTimeout,
+		if *redisWaitTimeout < 0 {
+			return harness.App{}, usagef("-redis-wait-timeout %v must not be negative", *redisWaitTimeout)
+		}
+		a := harness.App{Store: harness.StoreKind(*store), Dir: f.dir,
 			Limit: f.limit, Window: f.window, Algorithm: alg, Burst: *burst, FailPolicy: policy, TrustedProxies: *proxies, ForwardedHeader: *header}
 		if _, err := a.Client(); err != nil {
 			return harness.App{}, usagef("-trusted-proxies %q -forwarded-header %q: %v", *proxies, *header,
 				strings.TrimPrefix(err.Error(), "httplimit: "))
 		}
-		if dsn, ok := dsns[*store]; ok {
-			a.DSN = cmp.Or(*dsn, os.Getenv("RATELAB_DSN"))
+		// A password on the command line shows in ps; in the environment,
+		// only to its own account (/proc/PID/environ is the owner's).
+		switch dsn, ok := dsns[a.Store]; {
+		case ok:
+			a.Server = cmp.Or(*dsn, os.Getenv("RATELAB_DSN"))
+		case a.Store == beyondonehost.Redis:
+			a.Server = beyondonehost.WithWait(cmp.Or(*redisURL, os.Getenv("RATELAB_REDIS")), *redisWait, *redisWaitTimeout)
 		}
 		return a, nil
 	}

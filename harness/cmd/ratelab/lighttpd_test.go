@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/internal/lab/lighttpdserver"
-	"github.com/ratelab/ratelab/internal/lab/sqlserver"
+	"github.com/ratelab/ratelab/lab/lighttpdserver"
+	"github.com/ratelab/ratelab/lab/sqlserver"
 )
 
 // wrapper is the two-line cgi-bin wrapper the documentation shows, with

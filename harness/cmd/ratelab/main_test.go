@@ -23,9 +23,9 @@ import (
 	databaselock "github.com/ratelab/ratelab/database_lock"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/childproc"
-	"github.com/ratelab/ratelab/internal/lab/bench"
-	"github.com/ratelab/ratelab/internal/lab/stress"
 	"github.com/ratelab/ratelab/internal/syncbuf"
+	"github.com/ratelab/ratelab/lab/bench"
+	"github.com/ratelab/ratelab/lab/stress"
 	racetests "github.com/ratelab/ratelab/race_tests"
 	windowboundary "github.com/ratelab/ratelab/window_boundary"
 )
@@ -235,7 +235,7 @@ func TestHitFailClosedIsAFailure(t *testing.T) {
 
 	code, out, _ = cli("hit", "-dir", base, "-key", "k", "-fail", "open")
 	assert.Equal(t, 0, code)
-	assert.Contains(t, out, `"not_counted":`)
+	assert.Contains(t, out, `"source":"uncounted","cause":`)
 	// It claims no state it does not know: it printed "remaining":29.
 	assert.NotContains(t, out, `"remaining"`)
 }

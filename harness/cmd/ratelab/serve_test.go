@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ratelab/ratelab/internal/lab/redisserver"
 	"github.com/ratelab/ratelab/internal/syncbuf"
+	"github.com/ratelab/ratelab/lab/redisserver"
 )
 
 // startServe runs ratelab serve in a shell line (so that a test can set

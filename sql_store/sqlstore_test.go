@@ -47,17 +47,17 @@ func TestUnanswered(t *testing.T) {
 	}
 }
 
-// Under fail-open, a hit that ran out of time — on the statement, after a
-// "too many connections", or on the dial — is refused as busy, not let
-// through uncounted; one refused a connection is let through, as an
+// A hit that ran out of time — on the statement, after a "too many
+// connections", or on the dial — is busy (which fail-open refuses), not an
+// outage (which it lets through uncounted); one refused a connection is an
 // outage.
 func TestTakeAtUnansweredIsBusy(t *testing.T) {
-	b, err := NewBase("teststore", Options{FailPolicy: ratelab.FailOpen, Timeout: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)},
+	b, err := NewBase("teststore", Options{Timeout: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)},
 		Driver{Tables: func(string) Tables { return Tables{} }, Overloaded: func(err error) bool { return err.Error() == "too many connections" }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := ratelab.Rule{Name: "r", Limit: 5, Window: time.Hour}
+	r, _ := ratelab.Rule{Name: "r", Limit: 5, Window: time.Hour}.Check()
 	now := time.Unix(1_780_000_000, 0)
 	timedOut := func(err error) Step {
 		return func(ctx context.Context, h Hit) (ratelab.Decision, error) {
@@ -85,8 +85,8 @@ func TestTakeAtUnansweredIsBusy(t *testing.T) {
 	refused := func(context.Context, Hit) (ratelab.Decision, error) {
 		return ratelab.Decision{}, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 	}
-	d, err := b.TakeAt(context.Background(), r, "k", now, refused, nil)
-	if err != nil || d.NotCounted == nil {
-		t.Errorf("refused: got %+v, %v, want an allowed hit, not counted (fail-open)", d, err)
+	_, err = b.TakeAt(context.Background(), r, "k", now, refused, nil)
+	if !errors.Is(err, ratelab.ErrUnavailable) || errors.Is(err, ratelab.ErrBusy) {
+		t.Errorf("refused: got %v, want ErrUnavailable, not ErrBusy (an outage)", err)
 	}
 }

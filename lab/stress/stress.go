@@ -161,11 +161,12 @@ func P99(lines []string) time.Duration {
 	return p99s[len(p99s)/2]
 }
 
-// Counted is the error of a store's hit, or its NotCounted when the store
-// failed open: a hitter whose hit was not counted must fail as loudly.
+// Counted is the error of a store's hit, or its Cause when the shared
+// store did not decide it: a hitter whose hit was not counted must fail as
+// loudly.
 func Counted(d ratelab.Decision, err error) error {
-	if err == nil {
-		err = d.NotCounted
+	if err == nil && d.Source != ratelab.Shared {
+		err = fmt.Errorf("hit decided %s: %w", d.Source, d.Cause)
 	}
 	return err
 }

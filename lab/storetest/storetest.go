@@ -6,6 +6,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab"
+	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 )
 
 // T0 is the fixed instant the checks start from, a whole hour.
@@ -23,7 +25,7 @@ var T0 = time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)
 const Key = "ip:203.0.113.7"
 
 // Original is the original's rule: 30 starts per hour, fixed window.
-var Original = ratelab.Rule{Name: "demo-start", Limit: 30, Window: time.Hour}
+var Original = Checked(ratelab.Rule{Name: "demo-start", Limit: 30, Window: time.Hour})
 
 // Backing makes a fresh place for states (a directory, a Redis database)
 // and returns a constructor of store instances on it: instances of a
@@ -36,7 +38,7 @@ func Take(t *testing.T, s ratelab.Store, r ratelab.Rule, key string, at time.Tim
 	t.Helper()
 	d, err := s.TakeAt(context.Background(), r, key, at)
 	require.NoError(t, err)
-	require.NoError(t, d.NotCounted, "the store failed open")
+	require.Equal(t, ratelab.Shared, d.Source, "the store failed open: %v", d.Cause)
 	return d
 }
 
@@ -45,7 +47,7 @@ func Take(t *testing.T, s ratelab.Store, r ratelab.Rule, key string, at time.Tim
 func Rules() []ratelab.Rule {
 	var rs []ratelab.Rule
 	for _, a := range ratelab.Algorithms() {
-		r := ratelab.Rule{Name: "t-" + string(a), Limit: 3, Window: time.Minute, Algorithm: a}
+		r := Checked(ratelab.Rule{Name: "t-" + string(a), Limit: 3, Window: time.Minute, Algorithm: a})
 		if a == ratelab.GCRA {
 			r.Burst = 2
 		}
@@ -87,7 +89,7 @@ func Hammering(t *testing.T, backing Backing) {
 			var allowed [2]int
 			for i, refusals := range []ratelab.Refusals{ratelab.CountRefusals, ratelab.IgnoreRefusals} {
 				s := backing(t)()
-				r := ratelab.Rule{Name: "hammered", Limit: 30, Window: time.Hour, Algorithm: a, Refusals: refusals}
+				r := Checked(ratelab.Rule{Name: "hammered", Limit: 30, Window: time.Hour, Algorithm: a, Refusals: refusals})
 				for at := time.Duration(0); at < 2*time.Hour; at += 10 * time.Second {
 					if Take(t, s, r, Key, T0.Add(at)).Allowed {
 						allowed[i]++
@@ -114,9 +116,9 @@ func Reset(t *testing.T, backing Backing) {
 	for _, r := range Rules() {
 		t.Run(string(r.Algorithm), func(t *testing.T) {
 			s := backing(t)()
-			rs, ok := s.(ratelab.Resetter)
+			rs, ok := Raw(s).(ratelab.Resetter)
 			require.True(t, ok, "%T is not a ratelab.Resetter", s)
-			other := ratelab.Rule{Name: "other", Limit: 3, Window: time.Minute}
+			other := Checked(ratelab.Rule{Name: "other", Limit: 3, Window: time.Minute})
 			at := T0.Add(30 * time.Second)
 			for range 10 {
 				Take(t, s, r, Key, at)
@@ -164,8 +166,8 @@ func LateHit(t *testing.T, backing Backing) {
 func RulesApart(t *testing.T, backing Backing) {
 	for _, a := range ratelab.Algorithms() {
 		t.Run(string(a), func(t *testing.T) {
-			hourly := ratelab.Rule{Name: "hourly", Limit: 30, Window: time.Hour, Algorithm: a, Burst: 30}
-			minute := ratelab.Rule{Name: "minute", Limit: 5, Window: time.Minute}
+			hourly := Checked(ratelab.Rule{Name: "hourly", Limit: 30, Window: time.Hour, Algorithm: a, Burst: 30})
+			minute := Checked(ratelab.Rule{Name: "minute", Limit: 5, Window: time.Minute})
 			var got [2]ratelab.Decision
 			for i, withMinute := range []bool{true, false} {
 				s := backing(t)()
@@ -215,7 +217,9 @@ func Conflict(t *testing.T, backing Backing, persistent bool) {
 	}
 }
 
-// BadInput checks that invalid rules and instants are errors, never hits.
+// BadInput checks that invalid rules and instants are errors, never
+// hits: a Limiter on s checks each rule once, when it is made, and each
+// instant before the store sees it.
 func BadInput(t *testing.T, backing Backing) {
 	s := backing(t)()
 	bad := []ratelab.Rule{
@@ -230,11 +234,13 @@ func BadInput(t *testing.T, backing Backing) {
 		{Name: "x", Limit: 2, Window: time.Hour, Algorithm: ratelab.GCRA, Burst: 3},
 	}
 	for _, r := range bad {
-		_, err := s.TakeAt(context.Background(), r, Key, T0)
+		_, err := ratelab.NewLimiter(s, r)
 		assert.Error(t, err, "rule %+v", r)
 	}
+	l, err := ratelab.NewLimiter(s, Original)
+	require.NoError(t, err)
 	for _, at := range []time.Time{time.Unix(-1, 0), time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)} {
-		_, err := s.TakeAt(context.Background(), Original, Key, at)
+		_, err := l.AllowAt(context.Background(), Key, at)
 		assert.Error(t, err, "instant %v", at)
 	}
 }
@@ -265,4 +271,25 @@ func (s Stub) TakeAt(ctx context.Context, r ratelab.Rule, _ string, _ time.Time)
 	}
 	s.D.Rule = r
 	return s.D, s.Err
+}
+
+// Checked is r checked (ratelab.Rule.Check), as a Limiter passes it to a
+// store, which trusts it; it panics if r is invalid.
+func Checked(r ratelab.Rule) ratelab.Rule {
+	c, err := r.Check()
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// WithPolicy puts s behind policy (ratelab.WithFailPolicy), deciding
+// fail-local in a bounded in-memory store and logging to log, as an
+// application wires a store.
+func WithPolicy(s ratelab.Store, policy ratelab.FailPolicy, log *slog.Logger) ratelab.Store {
+	safe, err := ratelab.WithFailPolicy(s, policy, &brokeninmemory.Store{MaxKeys: brokeninmemory.FallbackKeys}, log)
+	if err != nil {
+		panic(err)
+	}
+	return safe
 }

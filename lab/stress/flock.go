@@ -36,7 +36,7 @@ const Key = "ip:203.0.113.7"
 
 // Rule is the rule every hitter counts under.
 func Rule() ratelab.Rule {
-	return ratelab.Rule{Name: "demo-start", Limit: ratelab.MaxLimit, Window: time.Hour}
+	return ratelab.Rule{Name: "demo-start", Limit: ratelab.MaxLimit, Window: time.Hour}.Normalized()
 }
 
 // Now is the instant every hitter counts at, so that no window ends

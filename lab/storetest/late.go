@@ -65,7 +65,7 @@ func ctxEnds(t *testing.T, d Database) {
 	s := open(Options{Prefix: fmt.Sprintf("t%d_", prefixes.Add(1)), Timeout: 5 * time.Second, Policy: ratelab.FailClosed})
 	require.NoError(t, s.CheckServer(context.Background()))
 	for _, a := range ratelab.Algorithms() {
-		r := ratelab.Rule{Name: "ends", Limit: 10, Window: time.Hour, Algorithm: a}
+		r := Checked(ratelab.Rule{Name: "ends", Limit: 10, Window: time.Hour, Algorithm: a})
 		Take(t, s, r, Key, T0) // the row, and a connection idle in the pool
 		resume, err := d.Pause()
 		require.NoError(t, err)
@@ -87,7 +87,7 @@ func ctxEnds(t *testing.T, d Database) {
 // as the first hit of a window, under either policy; the hits after it
 // count as usual.
 func hostile(t *testing.T, d Database) {
-	five := ratelab.Rule{Name: "five", Limit: 5, Window: time.Hour}
+	five := Checked(ratelab.Rule{Name: "five", Limit: 5, Window: time.Hour})
 	fiveLog := five
 	fiveLog.Algorithm = ratelab.SlidingLog
 	far := T0.Add(400 * 24 * time.Hour).Unix()
@@ -156,7 +156,7 @@ func full(t *testing.T, d Database) {
 	got := <-done
 	require.NoError(t, got.err, "a full server is load, not an outage")
 	assert.True(t, got.d.Allowed)
-	assert.NoError(t, got.d.NotCounted)
+	assert.Equal(t, ratelab.Shared, got.d.Source)
 	assert.Equal(t, int64(28), Take(t, s, Original, Key, T0).Remaining, "the waiting hit was counted once")
 }
 
@@ -168,7 +168,7 @@ func full(t *testing.T, d Database) {
 // fail-closed, and decided in the process under fail-local. A row held by
 // another transaction past the timeout makes the server say so.
 func heldIsLoad(t *testing.T, d Database) {
-	log := ratelab.Rule{Name: "held", Limit: 3, Window: time.Minute, Algorithm: ratelab.SlidingLog}
+	log := Checked(ratelab.Rule{Name: "held", Limit: 3, Window: time.Minute, Algorithm: ratelab.SlidingLog})
 	for _, c := range []struct {
 		rule  ratelab.Rule
 		table string
@@ -188,7 +188,7 @@ func heldIsLoad(t *testing.T, d Database) {
 				assert.False(t, dec.Allowed, "%s, fail-open", c.table)
 			} else {
 				require.NoError(t, err, "%s, fail-local", c.table)
-				assert.True(t, dec.Local, "%s, fail-local: decided in this process", c.table)
+				assert.Equal(t, ratelab.Local, dec.Source, "%s, fail-local: decided in this process", c.table)
 			}
 		}
 	}
@@ -203,7 +203,7 @@ func heldIsLoad(t *testing.T, d Database) {
 // row held by another transaction keeps the statement waiting;
 // the server's own bound (the pool's, 5 s) is past the hit's (300 ms).
 func greetedIsLoad(t *testing.T, d Database) {
-	for _, rule := range []ratelab.Rule{Original, {Name: "greeted", Limit: 3, Window: time.Minute, Algorithm: ratelab.SlidingLog}} {
+	for _, rule := range []ratelab.Rule{Original, Checked(ratelab.Rule{Name: "greeted", Limit: 3, Window: time.Minute, Algorithm: ratelab.SlidingLog})} {
 		o := Options{Prefix: fmt.Sprintf("t%d_", prefixes.Add(1)), Timeout: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)}
 		first := d.Connect(t, d.DSN, 5*time.Second)(o)
 		require.NoError(t, first.CheckServer(context.Background()))
@@ -308,7 +308,7 @@ func droppedFollowsPolicy(t *testing.T, d Database) {
 		assert.NotErrorIs(t, err, ratelab.ErrBusy, "%v: not about time", policy)
 		if policy == ratelab.FailOpen {
 			assert.NoError(t, err)
-			assert.Error(t, dec.NotCounted, "fail-open: let through, not counted")
+			assert.Equal(t, ratelab.Uncounted, dec.Source, "fail-open: let through, not counted")
 		} else {
 			assert.ErrorIs(t, err, ratelab.ErrUnavailable, "fail-closed")
 		}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/internal/childproc"
-	"github.com/ratelab/ratelab/internal/lab/sqlserver"
-	"github.com/ratelab/ratelab/internal/lab/stress"
+	"github.com/ratelab/ratelab/lab/sqlserver"
+	"github.com/ratelab/ratelab/lab/stress"
 	mysqlstore "github.com/ratelab/ratelab/mysql_store"
 	postgresstore "github.com/ratelab/ratelab/postgres_store"
 )
@@ -56,7 +56,7 @@ const roleDBHit = "bench/db-hit"
 func Roles() childproc.Roles { return childproc.Roles{roleDBHit: dbHitChild} }
 
 // dbRule is the hot key's rule: never refused, so every hit writes.
-var dbRule = ratelab.Rule{Name: "bench", Limit: ratelab.MaxLimit, Window: time.Hour}
+var dbRule = ratelab.Rule{Name: "bench", Limit: ratelab.MaxLimit, Window: time.Hour}.Normalized()
 
 // sqlStore is a database store as the benchmark uses it.
 type sqlStore struct {
@@ -74,7 +74,7 @@ func openSQLStore(kind, dsn string) (*sqlStore, error) {
 		if err != nil {
 			return nil, err
 		}
-		s, err := mysqlstore.New(db, mysqlstore.Options{FailPolicy: ratelab.FailClosed, Timeout: timeout})
+		s, err := mysqlstore.New(db, mysqlstore.Options{Timeout: timeout})
 		if err != nil {
 			return nil, err
 		}
@@ -85,7 +85,7 @@ func openSQLStore(kind, dsn string) (*sqlStore, error) {
 		if err != nil {
 			return nil, err
 		}
-		s, err := postgresstore.New(pool, postgresstore.Options{FailPolicy: ratelab.FailClosed, Timeout: timeout})
+		s, err := postgresstore.New(pool, postgresstore.Options{Timeout: timeout})
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package harness
+package linearizability
 
 import (
 	"context"
@@ -9,20 +9,43 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ratelab/ratelab/linearizability"
+	"strconv"
+	"strings"
+
+	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/harness"
 )
 
-// Recording is a run whose every hit was recorded for package
-// linearizability: Clients clients, each sending Hits requests one after
+// Every process of a harness run whose App.Wrap is wrapName plus ":" and
+// the argument historyArg makes puts its store inside a Recorder.
+const wrapName = "history"
+
+func init() {
+	harness.RegisterWrap(wrapName, func(arg string, s ratelab.Store) (ratelab.Store, error) {
+		n, dir, ok := strings.Cut(arg, ":")
+		faults, err := strconv.Atoi(n)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("linearizability: wrapper argument %q: want FAULTS:DIR", arg)
+		}
+		rec, err := NewRecorder(dir, faults)
+		if err != nil {
+			return nil, err
+		}
+		return rec.Store(s), nil // its file is closed when the process ends
+	})
+}
+
+// Recording is a run of the harness whose every hit was recorded:
+// Clients clients, each sending Hits requests one after
 // another, all of them at once.
 type Recording struct {
 	Clients, Hits int
 	// Kills is how many processes kill themselves with SIGKILL in the
-	// middle of a hit (linearizability.PlantKills); their clients get an
+	// middle of a hit (PlantKills); their clients get an
 	// error, and the run goes on.
 	Kills int
 	// Stops is how many processes stop themselves with SIGSTOP in the
-	// middle of a hit (linearizability.PlantStops), each continued once
+	// middle of a hit (PlantStops), each continued once
 	// the others have answered stopReturns more hits, or after stopHold.
 	Stops int
 }
@@ -38,30 +61,30 @@ const (
 // Answers counts what the clients got back.
 type Answers struct{ OK, Throttled, Failed int }
 
-// Record runs cfg's model with every process recording its hits in a
-// directory of its own under tmp, sends rec's load, stops the model and
+// RecordModel runs cfg's model with every process recording its hits in
+// a directory of its own under tmp, sends rec's load, stops the model and
 // returns the history. A request that gets neither 200 nor 429, or a
 // model that does not stop cleanly, is an error unless processes were
 // told to die; so is a stop token no process took.
-func Record(ctx context.Context, cfg Config, rec Recording, tmp string) (hist linearizability.History, ans Answers, err error) {
-	hist, err = linearizability.Record(tmp, func(dir string) error {
-		if err := errors.Join(linearizability.PlantKills(dir, rec.Kills), linearizability.PlantStops(dir, rec.Stops)); err != nil {
+func RecordModel(ctx context.Context, cfg harness.Config, rec Recording, tmp string) (hist History, ans Answers, err error) {
+	hist, err = Record(tmp, func(dir string) error {
+		if err := errors.Join(PlantKills(dir, rec.Kills), PlantStops(dir, rec.Stops)); err != nil {
 			return err
 		}
-		cfg.App.History, cfg.App.HistoryFaults = dir, max(rec.Kills, rec.Stops)
-		h, err := Start(cfg)
+		cfg.App.Wrap = fmt.Sprintf("%s:%d:%s", wrapName, max(rec.Kills, rec.Stops), dir)
+		h, err := harness.Start(cfg)
 		if err != nil {
 			return err
 		}
-		resume := linearizability.Resume(dir, stopReturns, stopHold)
-		ans = h.sendAll(ctx, rec)
+		resume := Resume(dir, stopReturns, stopHold)
+		ans = sendAll(ctx, h.URL, rec)
 		resumed := resume()
 		err = h.Close()
 		if rec.Kills == 0 && (err != nil || ans.Failed > 0) {
-			return errors.Join(err, fmt.Errorf("harness: %d of %d requests failed", ans.Failed, rec.Clients*rec.Hits))
+			return errors.Join(err, fmt.Errorf("linearizability: %d of %d requests failed", ans.Failed, rec.Clients*rec.Hits))
 		}
 		if resumed != rec.Stops {
-			return fmt.Errorf("harness: %d processes were to stop mid-hit, %d did", rec.Stops, resumed)
+			return fmt.Errorf("linearizability: %d processes were to stop mid-hit, %d did", rec.Stops, resumed)
 		}
 		return nil
 	})
@@ -70,7 +93,7 @@ func Record(ctx context.Context, cfg Config, rec Recording, tmp string) (hist li
 
 // sendAll sends rec's load: Clients goroutines, each with a connection of
 // its own, each sending Hits requests in turn.
-func (h *Host) sendAll(ctx context.Context, rec Recording) Answers {
+func sendAll(ctx context.Context, url string, rec Recording) Answers {
 	var (
 		mu  sync.Mutex
 		ans Answers
@@ -81,7 +104,7 @@ func (h *Host) sendAll(ctx context.Context, rec Recording) Answers {
 			client := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
 			defer client.CloseIdleConnections()
 			for range rec.Hits {
-				status := post(ctx, client, h.URL)
+				status := post(ctx, client, url)
 				mu.Lock()
 				switch status {
 				case http.StatusOK:

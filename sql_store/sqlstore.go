@@ -1,7 +1,6 @@
 // Package sqlstore is what the MariaDB and PostgreSQL stores share: their
 // options and their checks, their keys, the shape of a hit (the fixed
-// window's one statement or the locked step, under a timeout and the fail
-// policy), and what is done to their tables besides hits (create, reset,
+// window's one statement or the locked step, under a timeout), and what is done to their tables besides hits (create, reset,
 // clear, the batched sweep). The SQL and the drivers stay in each store.
 package sqlstore
 
@@ -11,14 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"regexp"
 	"time"
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
-	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
+	"github.com/ratelab/ratelab/internal/poll"
 )
 
 // DefaultTimeout bounds one hit, waits for a connection and for a row
@@ -58,17 +56,15 @@ const SweepBatch = 1000
 // Options configure a SQL store: each store's Options, which have these
 // fields, converted.
 type Options struct {
-	FailPolicy ratelab.FailPolicy
-	Timeout    time.Duration // 0 means DefaultTimeout
-	Logger     *slog.Logger  // nil means slog.Default()
-	Prefix     string        // "" means "ratelab_"
-	Clock      func() time.Time
+	Timeout time.Duration    // 0 means DefaultTimeout
+	Logger  *slog.Logger     // nil means slog.Default()
+	Prefix  string           // "" means "ratelab_"
+	Clock   func() time.Time // nil means time.Now
 }
 
 // Base is the part of a store that is not SQL.
 type Base struct {
 	Pkg     string // the store's package name, for errors and logs
-	Policy  ratelab.FailPolicy
 	Timeout time.Duration
 	Log     *slog.Logger
 	Now     func() time.Time
@@ -79,8 +75,6 @@ type Base struct {
 	// OutOfTime reports whether an error is the server ending a
 	// statement, or a wait for a row lock, that ran out of its time.
 	OutOfTime func(error) bool
-	rules     algorithm.Rules
-	fail      *ratelab.Failer
 	tables    Tables
 }
 
@@ -105,21 +99,17 @@ func NewBase(pkg string, o Options, drv Driver) (*Base, error) {
 	if !prefixRE.MatchString(prefix) {
 		return nil, fmt.Errorf("%s: table prefix %q: use 1 to 32 lower-case letters, digits and underscores", pkg, prefix)
 	}
-	b := &Base{Pkg: pkg, Policy: o.FailPolicy, Timeout: cmp.Or(o.Timeout, DefaultTimeout), Log: cmp.Or(o.Logger, slog.Default()),
+	b := &Base{Pkg: pkg, Timeout: cmp.Or(o.Timeout, DefaultTimeout), Log: cmp.Or(o.Logger, slog.Default()),
 		Now: o.Clock, Prefix: prefix, Overloaded: drv.Overloaded, OutOfTime: drv.OutOfTime, tables: drv.Tables(prefix)}
 	b.tables.exec = drv.Exec
 	if b.Now == nil {
 		b.Now = time.Now
 	}
-	var err error
-	if b.fail, err = brokeninmemory.NewFailer(b.Policy, b.Pkg, b.Log); err != nil {
-		return nil, err
-	}
 	return b, nil
 }
 
-// Key returns the primary key of the state of key under r, a rule
-// admitted (checked and normalized): the algorithm and the digest of the
+// Key returns the primary key of the state of key under r, a checked
+// rule: the algorithm and the digest of the
 // rule's state key, as in "fixed:<hex sha256("demo-start:ip:203.0.113.7")>".
 func Key(r ratelab.Rule, key string) string {
 	return string(r.Algorithm) + ":" + ratelab.KeyDigest(r.StateKey(key))
@@ -203,20 +193,16 @@ func ended(ctx context.Context) bool {
 // the statement ran, and changed nothing.
 var ErrLate = errors.New("the server reached the hit after its deadline and did not count it")
 
-// TakeAt checks the hit, runs fixed (the fixed window) or locked (every
-// other algorithm) within the timeout, and applies the fail policy to what
-// the database could not answer. A server that refuses a connection for
-// want of free ones is busy, not gone (b.Overloaded says which errors say
-// so): the hit waits its turn and tries again, within the timeout. A hit
-// the server still did not take in time is refused, wrapping
-// ratelab.ErrBusy, under every policy but fail-local: load is not an
-// outage (see unanswered). A conflict with another rule of the same name
-// is an error under every policy.
+// TakeAt runs fixed (the fixed window) or locked (every other algorithm)
+// within the timeout. A server that refuses a connection for want of free
+// ones is busy, not gone (b.Overloaded says which errors say so): the hit
+// waits its turn and tries again, within the timeout. A hit the server
+// still did not take in time is an error wrapping ratelab.ErrBusy: load,
+// not an outage (see unanswered), which ratelab.WithFailPolicy refuses
+// under every policy but fail-local. What the database could not answer
+// otherwise wraps ratelab.ErrUnavailable; a conflict with another rule of
+// the same name wraps ratelab.ErrRuleConflict.
 func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time, fixed, locked Step) (ratelab.Decision, error) {
-	r, err := b.rules.Admit(r, now)
-	if err != nil {
-		return ratelab.Decision{}, err
-	}
 	h := Hit{Key: Key(r, key), Rule: r, Now: now}
 	tctx, cancel := context.WithTimeout(ctx, b.Timeout)
 	defer cancel()
@@ -229,7 +215,7 @@ func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.
 	d, err := step(tctx, h)
 	for try := 0; err != nil && b.Overloaded != nil && b.Overloaded(err); try++ {
 		b.Log.Debug(b.Pkg+": the server has no free connection: the hit waits its turn", "key", h.Key, "err", err)
-		if !Backoff(tctx, try) {
+		if !poll.Backoff(tctx, try) {
 			break
 		}
 		d, err = step(tctx, h)
@@ -240,12 +226,12 @@ func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.
 	switch {
 	case err == nil:
 		return d, nil
-	case errors.Is(err, ratelab.ErrRuleConflict):
+	case errors.Is(err, ratelab.ErrRuleConflict), errors.Is(err, ratelab.ErrUncheckedRule):
 		return ratelab.Decision{}, fmt.Errorf("%s: %s: %w", b.Pkg, h.Key, err)
 	case b.busy(err):
-		return b.fail.Busy(ctx, slog.String("key", h.Key), r, key, now, err)
+		return ratelab.Decision{}, fmt.Errorf("%s: %s: %w: %w", b.Pkg, h.Key, ratelab.ErrBusy, err)
 	}
-	return b.fail.Fail(ctx, slog.String("key", h.Key), r, key, now, err)
+	return ratelab.Decision{}, fmt.Errorf("%s: %s: %w: %w", b.Pkg, h.Key, ratelab.ErrUnavailable, err)
 }
 
 // busy reports whether err says the server could not take the hit in
@@ -254,27 +240,6 @@ func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.
 // connections, or ran out of time waiting for anything else.
 func (b *Base) busy(err error) bool {
 	return errors.Is(err, ErrLate) || errors.Is(err, ErrUnanswered) || b.Overloaded != nil && b.Overloaded(err) || b.OutOfTime != nil && b.OutOfTime(err)
-}
-
-// Backoff waits before try number try+1 of what a busy server turned
-// away: 1 ms doubling to 32 ms, each wait drawn at random from half to one
-// and a half times that, so that the processes turned away together do
-// not all come back together. It reports false if ctx ends first, at once
-// if its deadline comes before the wait would end.
-func Backoff(ctx context.Context, try int) bool {
-	d := time.Millisecond << min(try, 5)
-	sleep := d/2 + rand.N(d)
-	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < sleep {
-		return false // ctx would end during the wait
-	}
-	t := time.NewTimer(sleep)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // Expiry is when a state can be swept: once the key is back to its full

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab"
-	"github.com/ratelab/ratelab/internal/lab/sqlserver"
+	"github.com/ratelab/ratelab/lab/sqlserver"
 )
 
 // Exact has 8 goroutines send 60 hits each to one key of s, for every
@@ -25,15 +26,15 @@ import (
 // shows it here.
 func Exact(t *testing.T, s ratelab.Store) {
 	for _, a := range ratelab.Algorithms() {
-		r := ratelab.Rule{Name: "hot", Limit: 400, Window: time.Hour, Algorithm: a, Burst: 400}
+		r := Checked(ratelab.Rule{Name: "hot", Limit: 400, Window: time.Hour, Algorithm: a, Burst: 400})
 		var allowed atomic.Int64
 		var wg sync.WaitGroup
 		for range 8 {
 			wg.Go(func() {
 				for range 60 {
 					d, err := s.TakeAt(context.Background(), r, Key, T0)
-					if err != nil || d.NotCounted != nil {
-						t.Error(err, d.NotCounted)
+					if err != nil || d.Source != ratelab.Shared {
+						t.Error(err, d.Cause)
 						return
 					}
 					if d.Allowed {
@@ -61,7 +62,7 @@ func Sweep(t *testing.T, s Sweeper, batch int) {
 	for i := range batch + 5 {
 		Take(t, s, Original, fmt.Sprint("old", i), T0)
 	}
-	log := ratelab.Rule{Name: "log", Limit: 3, Window: time.Minute, Algorithm: ratelab.SlidingLog}
+	log := Checked(ratelab.Rule{Name: "log", Limit: 3, Window: time.Minute, Algorithm: ratelab.SlidingLog})
 	Take(t, s, log, "old", T0)
 	Take(t, s, Original, "live", T0.Add(50*time.Minute))
 	n, err := s.SweepAt(ctx, T0.Add(60*time.Minute+30*time.Second)) // the old windows ended at 60 min
@@ -75,10 +76,10 @@ func Sweep(t *testing.T, s Sweeper, batch int) {
 }
 
 // Outage checks a store whose server cannot be reached: newStore makes one
-// with a policy and a logger. Fail-open lets the hit through uncounted,
-// fail-closed returns ErrUnavailable, fail-local decides in this process
-// alone — the 31st hit of the original's rule refused, another key apart;
-// each logs a line naming pkg.
+// behind a policy (WithPolicy) and a logger. Fail-open lets the hit
+// through uncounted, fail-closed returns ErrUnavailable, fail-local
+// decides in this process alone — the 31st hit of the original's rule
+// refused, another key apart; each logs a line whose error names pkg.
 func Outage(t *testing.T, pkg string, newStore func(ratelab.FailPolicy, *slog.Logger) ratelab.Store) {
 	for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed, ratelab.FailLocal} {
 		var logs bytes.Buffer
@@ -88,7 +89,8 @@ func Outage(t *testing.T, pkg string, newStore func(ratelab.FailPolicy, *slog.Lo
 		case ratelab.FailOpen:
 			require.NoError(t, err)
 			assert.True(t, d.Allowed)
-			assert.Error(t, d.NotCounted)
+			assert.Equal(t, ratelab.Uncounted, d.Source)
+			assert.Error(t, d.Cause)
 		case ratelab.FailClosed:
 			assert.ErrorIs(t, err, ratelab.ErrUnavailable)
 		case ratelab.FailLocal:
@@ -97,8 +99,8 @@ func Outage(t *testing.T, pkg string, newStore func(ratelab.FailPolicy, *slog.Lo
 			for range Original.Limit {
 				d, err = s.TakeAt(context.Background(), Original, Key, T0)
 				require.NoError(t, err)
-				assert.True(t, d.Local, "decided in this process")
-				assert.Error(t, d.NotCounted, "and not in the shared store")
+				assert.Equal(t, ratelab.Local, d.Source, "decided in this process, not in the shared store")
+				assert.Error(t, d.Cause)
 				allowed = append(allowed, d.Allowed)
 			}
 			assert.Equal(t, []bool{true, false}, []bool{allowed[Original.Limit-2], allowed[Original.Limit-1]}, "the 30th allowed, the 31st refused")
@@ -161,6 +163,29 @@ type Database struct {
 
 var prefixes atomic.Int64
 
+// BehindPolicy puts s behind o's fail policy and logger (WithPolicy),
+// keeping its other methods: what a Database's Connect returns.
+func BehindPolicy(s DatabaseStore, o Options) DatabaseStore {
+	return policied{s, WithPolicy(s, o.Policy, cmp.Or(o.Logger, slog.Default()))}
+}
+
+type policied struct {
+	DatabaseStore
+	safe ratelab.Store
+}
+
+// Raw is the store behind s's policy, if BehindPolicy put one there.
+func Raw(s ratelab.Store) ratelab.Store {
+	if p, ok := s.(policied); ok {
+		return p.DatabaseStore
+	}
+	return s
+}
+
+func (p policied) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
+	return p.safe.TakeAt(ctx, r, key, now)
+}
+
 // RunDatabase runs every check a database store shares with the others,
 // each on fresh tables.
 func RunDatabase(t *testing.T, d Database) {
@@ -216,17 +241,17 @@ type clearer interface {
 // clearStates checks that Clear forgets the states of every algorithm:
 // the first hit after it is decided as the very first was.
 func clearStates(t *testing.T, s DatabaseStore) {
-	c, ok := s.(clearer)
+	c, ok := Raw(s).(clearer)
 	require.True(t, ok, "%T has no Clear", s)
 	first := map[ratelab.Algorithm]int64{}
 	for _, a := range ratelab.Algorithms() {
-		r := ratelab.Rule{Name: "clear", Limit: 3, Window: time.Minute, Algorithm: a}
+		r := Checked(ratelab.Rule{Name: "clear", Limit: 3, Window: time.Minute, Algorithm: a})
 		first[a] = Take(t, s, r, Key, T0).Remaining
 		Take(t, s, r, Key, T0)
 	}
 	require.NoError(t, c.Clear(context.Background()))
 	for _, a := range ratelab.Algorithms() {
-		d := Take(t, s, ratelab.Rule{Name: "clear", Limit: 3, Window: time.Minute, Algorithm: a}, Key, T0)
+		d := Take(t, s, Checked(ratelab.Rule{Name: "clear", Limit: 3, Window: time.Minute, Algorithm: a}), Key, T0)
 		assert.Equal(t, first[a], d.Remaining, "%s: the first hit after Clear", a)
 	}
 }
@@ -243,7 +268,7 @@ func heldRow(t *testing.T, d Database) {
 	o.Timeout = 300 * time.Millisecond
 	tight := d.Connect(t, d.DSN, o.Timeout)(o)
 	require.NoError(t, roomy.CheckServer(context.Background()))
-	log := ratelab.Rule{Name: "held", Limit: 3, Window: time.Minute, Algorithm: ratelab.SlidingLog}
+	log := Checked(ratelab.Rule{Name: "held", Limit: 3, Window: time.Minute, Algorithm: ratelab.SlidingLog})
 	for _, c := range []struct {
 		rule  ratelab.Rule
 		table string
@@ -304,7 +329,7 @@ func roundTrips(t *testing.T, d Database) {
 	require.NoError(t, s.CheckServer(context.Background()))
 	const hits = 10
 	for _, a := range ratelab.Algorithms() {
-		r := ratelab.Rule{Name: "trips", Limit: 100, Window: time.Hour, Algorithm: a, Burst: 100}
+		r := Checked(ratelab.Rule{Name: "trips", Limit: 100, Window: time.Hour, Algorithm: a, Burst: 100})
 		Take(t, s, r, Key, T0) // the row, and a connection, exist
 		before := p.Count()
 		for i := range hits {

@@ -23,8 +23,8 @@ import (
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/internal/floor"
-	"github.com/ratelab/ratelab/internal/lab/redisserver"
-	"github.com/ratelab/ratelab/internal/lab/stress"
+	"github.com/ratelab/ratelab/lab/redisserver"
+	"github.com/ratelab/ratelab/lab/stress"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
@@ -218,7 +218,7 @@ func Rules() []ratelab.Rule {
 		if a == ratelab.SlidingLog || a == ratelab.GCRA {
 			r.Limit, r.Window = 30, time.Minute
 		}
-		rs = append(rs, r)
+		rs = append(rs, r.Normalized())
 	}
 	return rs
 }
@@ -301,7 +301,7 @@ func perHitRedis(o Options, ph *PerHit) error {
 	defer srv.Stop()
 	client := srv.Client()
 	defer client.Close()
-	rs, err := redisstore.New(client, redisstore.Options{FailPolicy: ratelab.FailClosed})
+	rs, err := redisstore.New(client, redisstore.Options{})
 	if err != nil {
 		return err
 	}
@@ -309,7 +309,7 @@ func perHitRedis(o Options, ph *PerHit) error {
 	if err != nil {
 		return err
 	}
-	fs, err := fixedfilestore.New(dir, fixedfilestore.Options{FailPolicy: ratelab.FailClosed})
+	fs, err := fixedfilestore.New(dir, fixedfilestore.Options{})
 	if err != nil {
 		return err
 	}
