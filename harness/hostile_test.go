@@ -128,4 +128,3 @@ func TestMetricsAtSlashMetrics(t *testing.T) {
 	assert.Contains(t, string(body), `ratelab_requests_total{policy="demo-start",outcome="allowed"} 2`)
 	assert.Contains(t, string(body), `ratelab_requests_total{policy="demo-start",outcome="throttled"} 1`)
 }
-
