@@ -4,7 +4,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all test fmt-check tidy-check vet staticcheck cross test-race demo demo-broken demo-fixed demo-race \
+.PHONY: corelines all test fmt-check tidy-check vet staticcheck cross test-race demo demo-broken demo-fixed demo-race \
 	demo-boundary demo-fail demo-check demo-redis demo-db figures serve-broken serve-fixed bench bench-peers docs fuzz bin/ratelab
 
 # The demos' workload: enough requests that a pool of 4 shows its 4 × 30.
@@ -141,6 +141,10 @@ bench: bin/ratelab
 ## bench-peers: redis_store beside go-redis/redis_rate and ulule/limiter (a module of its own), each target met or not met, to docs/performance-redis.md
 bench-peers:
 	cd bench/peers && $(GO) run . -o ../../docs/performance-redis.md
+
+## corelines: the core of the lesson's packages and their non-test lines (the README's map gives the total)
+corelines:
+	@$(GO) run ./internal/corelines/cmd/corelines
 
 ## docs: weave docs/src/*.md into docs/*.md (code from source regions, output from real runs)
 docs:
