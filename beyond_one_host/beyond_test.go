@@ -37,9 +37,7 @@ func TestPitfalls(t *testing.T) {
 // replica lagged: the limit is exceeded by as many. WAIT for the replica,
 // fail-closed, lets no such hit through, and the limit holds.
 func TestFailover(t *testing.T) {
-	if !redisserver.Available() {
-		t.Skip("redis-server not found: install it with " + redisserver.InstallHint)
-	}
+	redisserver.Need(t)
 	got, err := beyondonehost.Failover(context.Background())
 	require.NoError(t, err)
 	require.Len(t, got, 3)

@@ -101,7 +101,7 @@ func sharedInMemory(t *testing.T, snippets []string) {
 	}
 	require.NoError(t, os.WriteFile(path, []byte(src), 0o644))
 
-	test := exec.Command("go", "test", "-count=1", "-run", "AcrossInstances", "./broken_inmemory")
+	test := exec.Command("go", "test", "-trimpath", "-count=1", "-run", "AcrossInstances", "./broken_inmemory")
 	test.Dir = clone
 	out, err := test.CombinedOutput()
 	require.Error(t, err, "the cross-instance test must fail with the shared map; it printed:\n%s", out)

@@ -174,7 +174,7 @@ func TestTheCheckerCatchesAForgetfulStore(t *testing.T) {
 	text := section(t, "workshop.md", "## 4.")
 	clone, _ := freshClone(t, "..")
 	run := func() (string, int) {
-		build := exec.Command("go", "build", "-o", "bin/ratelab", "./harness/cmd/ratelab")
+		build := exec.Command("go", "build", "-trimpath", "-o", "bin/ratelab", "./harness/cmd/ratelab")
 		build.Dir = clone
 		out, err := build.CombinedOutput()
 		require.NoError(t, err, "%s", out)

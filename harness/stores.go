@@ -13,6 +13,7 @@ import (
 	"github.com/ratelab/ratelab"
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
+	"github.com/ratelab/ratelab/internal/choices"
 )
 
 // StoreKind names a kind of store the harness can run in each of its
@@ -118,11 +119,12 @@ func Kinds() []StoreKind {
 // kindOf returns the Kind registered as k.
 func kindOf(k StoreKind) (Kind, error) {
 	kinds.RLock()
-	defer kinds.RUnlock()
-	if kind, ok := kinds.m[k]; ok {
-		return kind, nil
+	kind, ok := kinds.m[k]
+	kinds.RUnlock()
+	if !ok {
+		return Kind{}, fmt.Errorf("harness: unknown store %q: use %s", k, choices.Or(Kinds()))
 	}
-	return Kind{}, fmt.Errorf("harness: unknown store %q: this binary runs %v", k, Kinds())
+	return kind, nil
 }
 
 type nopCloser struct{}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/internal/poll"
+	"github.com/ratelab/ratelab/internal/shortmode"
 	"github.com/ratelab/ratelab/lab/sqlserver"
 	"github.com/ratelab/ratelab/lab/storetest"
 	mysqlstore "github.com/ratelab/ratelab/mysql_store"
@@ -49,6 +50,9 @@ func open(t testing.TB, dsn string, timeout time.Duration) *sql.DB {
 
 func skipWithoutServer(t *testing.T) {
 	t.Helper()
+	if shortmode.On() {
+		t.Skip(shortmode.Why("MariaDB"))
+	}
 	if server == nil {
 		t.Skip("mariadbd not found: install it with " + sqlserver.MariaDBInstallHint)
 	}
@@ -295,9 +299,7 @@ WHERE ID <> CONNECTION_ID() AND USER = 'ratelab' AND COMMAND <> 'Sleep'`).Scan(&
 // host may set it) gets the hit's UPDATE as text, asked to prepare it once
 // per connection: one round trip a hit, and every store check.
 func TestStoreUnprepared(t *testing.T) {
-	if !sqlserver.MariaDBAvailable() {
-		t.Skip("mariadbd not found: install it with " + sqlserver.MariaDBInstallHint)
-	}
+	sqlserver.NeedMariaDB(t)
 	srv, err := sqlserver.StartMariaDB("--max-prepared-stmt-count=0")
 	require.NoError(t, err)
 	t.Cleanup(srv.Stop)

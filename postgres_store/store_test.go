@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ratelab/ratelab/internal/shortmode"
 	"github.com/ratelab/ratelab/lab/sqlserver"
 	"github.com/ratelab/ratelab/lab/storetest"
 	postgresstore "github.com/ratelab/ratelab/postgres_store"
@@ -44,6 +45,9 @@ func open(t testing.TB, url string, timeout time.Duration) *pgxpool.Pool {
 
 func skipWithoutServer(t *testing.T) {
 	t.Helper()
+	if shortmode.On() {
+		t.Skip(shortmode.Why("PostgreSQL"))
+	}
 	if server == nil {
 		t.Skip("PostgreSQL's server not found: install it with " + sqlserver.PostgresInstallHint)
 	}

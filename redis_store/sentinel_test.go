@@ -23,9 +23,7 @@ import (
 // can no longer succeed — the new primary has none — so a fail-closed
 // store with WaitReplicas refuses until a replica rejoins.
 func TestSentinelFailover(t *testing.T) {
-	if !redisserver.Available() {
-		t.Skip("redis-server not found: install it with " + redisserver.InstallHint)
-	}
+	redisserver.Need(t)
 	pair, err := redisserver.StartPair()
 	require.NoError(t, err)
 	t.Cleanup(pair.Stop)

@@ -20,7 +20,10 @@ func BuildBinaries(root, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "./harness/cmd/ratelab")
+	// -trimpath, as make builds it: the checkout's path stays out of the
+	// build cache's keys, so every copy of the repository a test makes
+	// builds from the cache, the packages it changed alone compiled again.
+	cmd := exec.Command("go", "build", "-trimpath", "-o", dir+string(os.PathSeparator), "./harness/cmd/ratelab")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("weave: build: %v: %s", err, out)
@@ -72,20 +75,55 @@ func All(root, binDir, tmp string) ([]Doc, error) {
 	return docs, nil
 }
 
+// AllShown weaves every document as All does, but shows for each %run
+// the output its last woven page shows (Options.Shown), running nothing:
+// what it finds stale is the code and the prose. Whether the output shown
+// is what the commands print is the paste's to check: a reader pastes
+// every command of the pages.
+func AllShown(root string) ([]Doc, error) {
+	var docs []Doc
+	for _, fam := range families {
+		srcs, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(fam.glob)))
+		if err != nil {
+			return nil, err
+		}
+		for _, src := range srcs {
+			dst := dstOf(src, fam)
+			shown, err := os.ReadFile(filepath.Join(root, dst))
+			if err != nil {
+				return nil, fmt.Errorf("weave: %s: %w (run make docs)", dst, err)
+			}
+			d, err := weaveOne(root, src, fam, Options{Root: root, Shown: shown}, "")
+			if err != nil {
+				return nil, err
+			}
+			docs = append(docs, d)
+		}
+	}
+	return docs, nil
+}
+
+// dstOf is the page src of fam is woven into, relative to the root.
+func dstOf(src string, fam family) string {
+	if fam.glob == RootREADME {
+		return "README.md"
+	}
+	return filepath.Join(fam.dstDir, filepath.Base(src))
+}
+
 func weaveOne(root, src string, fam family, opts Options, tmp string) (Doc, error) {
 	b, err := os.ReadFile(src)
 	if err != nil {
 		return Doc{}, err
 	}
-	if opts.Scratch, err = os.MkdirTemp(tmp, "doc-"); err != nil {
-		return Doc{}, err
+	if opts.Shown == nil {
+		if opts.Scratch, err = os.MkdirTemp(tmp, "doc-"); err != nil {
+			return Doc{}, err
+		}
 	}
 	rel, _ := filepath.Rel(root, src)
 	opts.LinkPrefix, opts.From = fam.opts.LinkPrefix, fam.opts.From
-	dst := filepath.Join(fam.dstDir, filepath.Base(src))
-	if fam.glob == RootREADME {
-		dst = "README.md"
-	}
+	dst := dstOf(src, fam)
 	out, err := Weave(filepath.ToSlash(rel), b, opts)
 	if err != nil {
 		return Doc{}, err

@@ -46,6 +46,12 @@ type Options struct {
 	LinkPrefix string
 	// From introduces the link under a quoted region: "from" when empty.
 	From string
+	// Shown, when not nil, is the document as it was last woven: each
+	// %run shows the output Shown shows for its command, in order,
+	// instead of running it, and a command Shown does not show is an
+	// error. Weaving with it checks everything but the commands' output —
+	// the code regions, the prose — without running a command.
+	Shown []byte
 	// Runs, when not nil, remembers what each %run printed, keyed by the
 	// commands of the document up to and including it: a later document
 	// that runs the same commands in the same order, from a fresh
@@ -73,7 +79,7 @@ func Weave(name string, src []byte, opts Options) ([]byte, error) {
 		case strings.HasPrefix(line, "%run "):
 			command := strings.TrimPrefix(line, "%run ")
 			ran += command + "\n"
-			err = runOnce(&out, command, ran, opts)
+			err = runOnce(&out, command, ran, &opts)
 		default:
 			out.WriteString(line)
 			out.WriteByte('\n')
@@ -200,14 +206,24 @@ func dedent(lines []string) string {
 }
 
 // runOnce runs command, or shows what it printed when the same commands
-// ran before (ran, up to and including it) in another document.
-func runOnce(out *bytes.Buffer, command, ran string, opts Options) error {
+// ran before (ran, up to and including it) in another document, or what
+// opts.Shown shows for it.
+func runOnce(out *bytes.Buffer, command, ran string, opts *Options) error {
+	if opts.Shown != nil {
+		block, rest, err := shownBlock(opts.Shown, command)
+		if err != nil {
+			return err
+		}
+		out.Write(block)
+		opts.Shown = rest
+		return nil
+	}
 	if b, ok := opts.Runs[ran]; ok {
 		out.Write(b)
 		return nil
 	}
 	var block bytes.Buffer
-	if err := run(&block, command, opts); err != nil {
+	if err := run(&block, command, *opts); err != nil {
 		return err
 	}
 	if opts.Runs != nil {
@@ -215,6 +231,22 @@ func runOnce(out *bytes.Buffer, command, ran string, opts Options) error {
 	}
 	out.Write(block.Bytes())
 	return nil
+}
+
+// shownBlock returns the first console block of page that shows
+// command, and the page after it.
+func shownBlock(page []byte, command string) (block, rest []byte, err error) {
+	start := []byte("```console\n$ " + command + "\n")
+	i := bytes.Index(page, start)
+	if i < 0 {
+		return nil, nil, fmt.Errorf("%%run %s: the woven page does not show it: run make docs", command)
+	}
+	end := bytes.Index(page[i+len(start):], []byte("\n```\n"))
+	if end < 0 {
+		return nil, nil, fmt.Errorf("%%run %s: its block on the woven page does not end", command)
+	}
+	j := i + len(start) + end + len("\n```\n")
+	return page[i:j], page[j:], nil
 }
 
 func run(out *bytes.Buffer, command string, opts Options) error {

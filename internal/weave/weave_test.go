@@ -91,3 +91,18 @@ func TestBrokenLinks(t *testing.T) {
 	assert.Equal(t, []string{"nope.go"}, broken)
 	assert.False(t, strings.Contains(strings.Join(broken, ""), "https"))
 }
+
+// Woven from the page it was last woven into, a %run shows what the page
+// shows and runs nothing; a command the page does not show is an error,
+// and so is a page whose prose no longer matches its source.
+func TestShownRunsNothing(t *testing.T) {
+	const src = "# title\n%run echo $$\nprose\n"
+	page := []byte("<!-- header -->\n\n# title\n```console\n$ echo $$\n12345\n```\nprose\n")
+	out, err := Weave("src.md", []byte(src), Options{Root: t.TempDir(), Shown: page})
+	require.NoError(t, err)
+	_, body, _ := strings.Cut(string(out), "\n\n")
+	_, want, _ := strings.Cut(string(page), "\n\n")
+	assert.Equal(t, want, body, "the page's own output, nothing run")
+	_, err = Weave("src.md", []byte("%run echo other\n"), Options{Root: t.TempDir(), Shown: page})
+	assert.ErrorContains(t, err, "the woven page does not show it")
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ratelab/ratelab/internal/freeport"
 	"github.com/ratelab/ratelab/internal/poll"
+	"github.com/ratelab/ratelab/internal/shortmode"
 )
 
 // InstallHint is what to run where lighttpd is missing.
@@ -44,6 +45,9 @@ $HTTP["url"] =~ "^/cgi-bin/" { cgi.assign = ("" => "") }
 // the test is skipped with one line saying how to install it.
 func ForTest(t testing.TB, scripts map[string]string) *Server {
 	t.Helper()
+	if testing.Short() {
+		t.Skip(shortmode.Why("lighttpd"))
+	}
 	path, err := exec.LookPath("lighttpd")
 	if err != nil {
 		if p, serr := os.Stat("/usr/sbin/lighttpd"); serr == nil && !p.IsDir() {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/internal/poll"
+	"github.com/ratelab/ratelab/internal/shortmode"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -169,6 +170,9 @@ func ReplicatedClusterForTest(t TB) *Cluster {
 
 func clusterForTest(t TB, replicas int) *Cluster {
 	t.Helper()
+	if shortmode.On() {
+		t.Skip(shortmode.Why("Redis Cluster"))
+	}
 	c, err := StartCluster(3, replicas)
 	if errors.Is(err, ErrNoServer) {
 		t.Skip("redis-server not found: install it with " + InstallHint)

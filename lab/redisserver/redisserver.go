@@ -15,6 +15,7 @@ import (
 
 	"github.com/ratelab/ratelab/internal/freeport"
 	"github.com/ratelab/ratelab/internal/poll"
+	"github.com/ratelab/ratelab/internal/shortmode"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -133,6 +134,9 @@ type TB interface {
 // saying how to install it.
 func ForTest(t TB, args ...string) *Server {
 	t.Helper()
+	if shortmode.On() {
+		t.Skip(shortmode.Why("redis-server"))
+	}
 	s, err := Start(args...)
 	if errors.Is(err, ErrNoServer) {
 		t.Skip("redis-server not found: install it with " + InstallHint)
@@ -142,4 +146,17 @@ func ForTest(t TB, args ...string) *Server {
 	}
 	t.Cleanup(s.Stop)
 	return s
+}
+
+// Need skips t unless redis-server is installed, and under -short, saying
+// which: for a test that starts its servers itself, or runs a command
+// that does.
+func Need(t TB) {
+	t.Helper()
+	switch {
+	case shortmode.On():
+		t.Skip(shortmode.Why("redis-server"))
+	case !Available():
+		t.Skip("redis-server not found: install it with " + InstallHint)
+	}
 }

@@ -11,6 +11,7 @@ package sqlserver
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/internal/poll"
+	"github.com/ratelab/ratelab/internal/shortmode"
 )
 
 // Server is a running private database server.
@@ -193,6 +195,9 @@ var ErrNoServer = errors.New("sqlserver: database server not installed")
 // how to install them.
 func forTest(t TB, start func() (*Server, error)) *Server {
 	t.Helper()
+	if shortmode.On() {
+		t.Skip(shortmode.Why("database server"))
+	}
 	s, err := start()
 	if errors.Is(err, ErrNoServer) {
 		t.Skip(err.Error())
@@ -206,9 +211,13 @@ func forTest(t TB, start func() (*Server, error)) *Server {
 
 // Main is a TestMain for a package whose tests share one private server:
 // it starts one with start, sets *srv (nil where the server is not
-// installed: the tests then skip), runs the tests and stops the server.
-// Any other failure to start is loud: exit 1.
+// installed, or the tests run with -short: the tests then skip), runs the
+// tests and stops the server. Any other failure to start is loud: exit 1.
 func Main(m interface{ Run() int }, start func(args ...string) (*Server, error), srv **Server) {
+	flag.Parse()
+	if shortmode.On() {
+		os.Exit(m.Run())
+	}
 	s, err := start()
 	if err != nil && !errors.Is(err, ErrNoServer) {
 		fmt.Fprintln(os.Stderr, err)
@@ -220,4 +229,28 @@ func Main(m interface{ Run() int }, start func(args ...string) (*Server, error),
 		s.Stop()
 	}
 	os.Exit(code)
+}
+
+// NeedMariaDB skips t unless MariaDB is installed, and under -short,
+// saying which: for a test that starts its servers itself, or runs a
+// command that does.
+func NeedMariaDB(t TB) {
+	t.Helper()
+	switch {
+	case shortmode.On():
+		t.Skip(shortmode.Why("MariaDB"))
+	case !MariaDBAvailable():
+		t.Skip("mariadbd not found: install it with " + MariaDBInstallHint)
+	}
+}
+
+// NeedPostgres is NeedMariaDB for PostgreSQL.
+func NeedPostgres(t TB) {
+	t.Helper()
+	switch {
+	case shortmode.On():
+		t.Skip(shortmode.Why("PostgreSQL"))
+	case !PostgresAvailable():
+		t.Skip("PostgreSQL's server not found: install it with " + PostgresInstallHint)
+	}
 }

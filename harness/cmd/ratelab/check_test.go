@@ -13,6 +13,9 @@ import (
 // TestCheckClaims runs the table of claims: every row's verdict is the
 // one claimed, or the command exits 1 and the row says FAIL.
 func TestCheckClaims(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs every history of the table, the Redis and database ones on private servers; skipped with -short")
+	}
 	code, out, errb := cli("check")
 	if code != exitOK {
 		t.Fatalf("ratelab check: exit %d, want 0\n%s\n%s", code, out, errb)
@@ -97,8 +100,8 @@ func TestCheckFigures(t *testing.T) {
 			[]string{"hit 31: refused", "hit 32: allowed, 29 left", "hits 34 to 61 left out", "not linearizable"}},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
-			if tt.args[1] == "redis" && !redisserver.Available() {
-				t.Skip("redis-server not found: install it with " + redisserver.InstallHint)
+			if tt.args[1] == "redis" {
+				redisserver.Need(t)
 			}
 			svg := filepath.Join(t.TempDir(), tt.file)
 			if code, out, errb := cli(append(append([]string{"check"}, tt.args...), "-svg", svg)...); code != exitFailure {

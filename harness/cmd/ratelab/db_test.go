@@ -86,9 +86,8 @@ func TestServeWithADatabase(t *testing.T) {
 
 // make demo-db: every lesson row and every two-hosts row as claimed.
 func TestDBDemo(t *testing.T) {
-	if !sqlserver.MariaDBAvailable() || !sqlserver.PostgresAvailable() {
-		t.Skip("make demo-db needs MariaDB and PostgreSQL: install them with " + sqlserver.MariaDBInstallHint + "; " + sqlserver.PostgresInstallHint)
-	}
+	sqlserver.NeedMariaDB(t)
+	sqlserver.NeedPostgres(t)
 	code, stdout, stderr := cli("db", "-requests", "40", "-stable", "-at", "2026-07-09T00:00:00Z")
 	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)
 	assert.Contains(t, stdout, "PASS: every row shows what the demo claims")
@@ -102,9 +101,8 @@ func TestDBDemo(t *testing.T) {
 // It refuses a database that holds the store's live tables unless told,
 // and even then writes its own tables only.
 func TestDBKeepsToItsOwnTables(t *testing.T) {
-	if !sqlserver.MariaDBAvailable() || !sqlserver.PostgresAvailable() {
-		t.Skip("needs MariaDB and PostgreSQL: install them with " + sqlserver.MariaDBInstallHint + "; " + sqlserver.PostgresInstallHint)
-	}
+	sqlserver.NeedMariaDB(t)
+	sqlserver.NeedPostgres(t)
 	my, pg := sqlserver.MariaDBForTest(t).DSN, sqlserver.PostgresForTest(t).DSN
 	live := func(store, dsn string) ratelab.Store { // a store in use, with the default tables and one row
 		a := harness.App{Store: harness.StoreKind(store), Server: dsn, Limit: 30, Window: time.Hour}
@@ -147,9 +145,7 @@ func TestDBKeepsToItsOwnTables(t *testing.T) {
 // than the server has connections for (PostgreSQL's 100, less the 3 kept
 // for superusers: 97, three quarters shared out).
 func TestServeSharesTheDatabasesConnections(t *testing.T) {
-	if !sqlserver.PostgresAvailable() {
-		t.Skip("PostgreSQL's server not found: install it with " + sqlserver.PostgresInstallHint)
-	}
+	sqlserver.NeedPostgres(t)
 	dsn := sqlserver.PostgresForTest(t).DSN
 	url, code, stderr := startServe(t, "", "-model", "pool", "-workers", "4", "-store", "postgres", "-postgres", dsn, "-addr", "127.0.0.1:0")
 	require.NotEmpty(t, url, "serve exited %d: %s", code, stderr.String())

@@ -325,6 +325,9 @@ func TestServePrintsURLAndThrottles(t *testing.T) {
 // make bench's report, on a short run: every section and every target is
 // there, judged.
 func TestBenchQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures every store, on private Redis, MariaDB and PostgreSQL servers; skipped with -short")
+	}
 	code, out, errOut := cli("bench", "-quick")
 	require.Equal(t, 0, code, errOut)
 	for _, want := range []string{"# Performance", "| in-memory store", "| syscall floor", "| **file store", "truncate-first",

@@ -105,9 +105,7 @@ func TestServeConfigErrorsExit2BeforeTheURL(t *testing.T) {
 	assert.Eventually(t, func() bool { return strings.Contains(stderr.String(), "unreachable") }, 5*time.Second, time.Millisecond,
 		"stderr: %s", stderr.String())
 
-	if !redisserver.Available() {
-		t.Skip("redis-server not found: the refused-password case needs it; install it with " + redisserver.InstallHint)
-	}
+	redisserver.Need(t)
 	srv := redisserver.ForTest(t)
 	c := srv.Client()
 	defer c.Close()
