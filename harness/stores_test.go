@@ -20,7 +20,9 @@ func (nop) Close() error { return nil }
 // A kind registers once, with an opener; the lesson's two are there from
 // the start, and Kinds lists what this binary runs.
 func TestRegister(t *testing.T) {
-	open := func(harness.App, *slog.Logger) (ratelab.Store, io.Closer, error) { return new(brokeninmemory.Store), nop{}, nil }
+	open := func(harness.App, *slog.Logger) (ratelab.Store, io.Closer, error) {
+		return new(brokeninmemory.Store), nop{}, nil
+	}
 	assert.Panics(t, func() { harness.Register(harness.File, harness.Kind{Open: open}) }, "a kind twice")
 	assert.Panics(t, func() { harness.Register("no-open", harness.Kind{}) }, "a kind without Open")
 	harness.Register("test-kind", harness.Kind{Reach: harness.OneProcess, Open: open})

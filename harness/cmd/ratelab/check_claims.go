@@ -16,8 +16,11 @@ import (
 // checkClaims runs the table of claims and prints it.
 func checkClaims(stdout, stderr io.Writer) (int, error) {
 	var rows []claim.Claim
+	servers := new(privateServers)
+	defer servers.stop()
 	for _, r := range checkTable() {
 		start := time.Now()
+		r.run.servers = servers
 		v, err := r.run.run(io.Discard)
 		if err != nil {
 			return 0, fmt.Errorf("check %s: %w", r.name, err)

@@ -15,8 +15,6 @@ import (
 	databaselock "github.com/ratelab/ratelab/database_lock"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/choices"
-	"github.com/ratelab/ratelab/lab/redisserver"
-	"github.com/ratelab/ratelab/lab/sqlserver"
 	"github.com/ratelab/ratelab/linearizability"
 	racetests "github.com/ratelab/ratelab/race_tests"
 )
@@ -44,6 +42,9 @@ type checkRun struct {
 	move bool
 	// mistake runs database_lock's mistake on -store mysql or postgres.
 	mistake string
+	// servers are the check's private servers, shared by its histories;
+	// nil starts and stops one for this history alone.
+	servers *privateServers
 }
 
 // checkTimeout bounds the checker's search for one history.
@@ -224,35 +225,20 @@ func (c checkRun) failoverMode() beyondonehost.FailoverMode {
 	return beyondonehost.Asynchronous
 }
 
-// privateServer starts the private server the store of app needs, if
-// any, and points app at it: a history starts from no state. It returns
-// what stops the server.
+// privateServer points app at the private server its store needs, if
+// any, in a state of its own: a history starts from no state. It returns
+// what releases it: the server of this history alone is stopped, one the
+// check's histories share is left for the next.
 func (c checkRun) privateServer(app *harness.App) (stop func(), err error) {
-	switch c.store {
-	case beyondonehost.Redis:
-		srv, err := redisserver.Start()
-		if err != nil {
-			return nil, err
-		}
-		app.Server = srv.URL()
-		return srv.Stop, nil
-	case databaselock.MySQL, databaselock.Postgres:
-		start := sqlserver.StartMariaDB
-		if c.store == databaselock.Postgres {
-			start = sqlserver.StartPostgres
-		}
-		srv, err := start()
-		if err != nil {
-			return nil, err
-		}
-		app.Server = srv.DSN
-		if _, err := databaselock.CheckDatabase(context.Background(), *app); err != nil { // creates the tables
-			srv.Stop()
-			return nil, err
-		}
-		return srv.Stop, nil
+	if c.servers != nil {
+		return func() {}, c.servers.point(app)
 	}
-	return func() {}, nil
+	own := new(privateServers)
+	if err := own.point(app); err != nil {
+		own.stop()
+		return nil, err
+	}
+	return own.stop, nil
 }
 
 // writeSVG draws hist into the file name.
