@@ -387,6 +387,6 @@ func TestProseNamesCatchARename(t *testing.T) {
 	renamed := "`s.windows` `checkHeld2` `os.SameFiles` `ratelab.State` `Decision.Counted` [TestStore](../lab/storetest/database.go)"
 	assert.Equal(t, []string{"`s.windows`", "`checkHeld2`", "`os.SameFiles`", "`ratelab.State`", "`Decision.Counted`", "[TestStore](../lab/storetest/database.go)"},
 		d.unknownNames("docs/x.md", renamed))
-	_, err := os.Stat(filepath.Join("..", "internal", "lab", "storetest", "database.go"))
+	_, err := os.Stat(filepath.Join("..", "lab", "storetest", "database.go"))
 	require.NoError(t, err, "the file the renamed link points at exists: only the name is wrong")
 }
