@@ -9,8 +9,8 @@
 // Here the rule is a value, [Rule] — a name, a limit, a window, an
 // [Algorithm] and, for GCRA, a burst — and the store receives it, with a
 // context, and returns the decision: [Store.TakeAt](ctx, rule, key, now)
-// gives a [Decision] {Allowed, Remaining, RetryAfter, ResetAfter,
-// NotCounted}, as go-redis/redis_rate's Allow does. Because the store owns
+// gives a [Decision] {Allowed, Remaining, RetryAfter, ResetAfter, Source},
+// as go-redis/redis_rate's Allow does. Because the store owns
 // the whole step, every algorithm is a real store: the original's fixed
 // window, the sliding-window counter, the exact sliding log and GCRA, each
 // one pure step (package algorithm) that the in-memory store runs under a

@@ -23,6 +23,6 @@ func Sleep(ctx context.Context, d time.Duration) error { return sleep(ctx, d) }
 // PollDelay is pollDelay, a waiter's sleep between tries for the lock.
 func PollDelay(last, waited time.Duration) time.Duration { return pollDelay(last, waited) }
 
-// HitFileName is the file name a hit builds for itself, of a rule that
-// Admit returned.
+// HitFileName is the file name a hit builds for itself, of a checked
+// rule.
 func HitFileName(r ratelab.Rule, key string) string { return fileName(r, key) }

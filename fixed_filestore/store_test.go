@@ -625,7 +625,7 @@ func TestPollDelay(t *testing.T) {
 	assert.Less(t, tries, 400, "tries in a wait of %v", fixedfilestore.DefaultLockWait)
 }
 
-// The name a hit builds in one allocation, of the rule Admit returned, is
+// The name a hit builds in one allocation, of a checked rule, is
 // FileName's of the rule as given, for any rule and key; Path is the state
 // directory and that name.
 func TestHitFileNameIsFileName(t *testing.T) {

@@ -74,7 +74,7 @@ func (r *Recorder) write(e event) error {
 
 // Store wraps s so that every hit is recorded: the call before it reaches
 // s, the decision after. A hit that failed, or that s did not count in
-// its shared state (Decision.NotCounted), is left without a return: the
+// its shared state (Decision.Source), is left without a return: the
 // checker cannot tell whether it happened.
 func (r *Recorder) Store(s ratelab.Store) ratelab.Store { return &recording{s, r} }
 

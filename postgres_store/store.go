@@ -128,17 +128,16 @@ func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.D
 	return s.TakeAt(ctx, r, key, s.base.Now())
 }
 
-// TakeAt takes one hit of key under r at now and decides it. The hit ends
-// at Options.Timeout or when ctx ends, whichever is first. When the
-// database cannot be reached — the connection refused or reset, the host
-// unreachable — a fail-open store logs and allows the hit with NotCounted
-// set; a fail-closed store logs and returns an error wrapping
-// ratelab.ErrUnavailable. A hit the database did not take in time, busy
-// or hung (a client cannot tell which), is refused under both with
-// ratelab.ErrBusy. If ctx ended, its error is returned under every
-// policy. An invalid rule or instant, and a state of another rule with the
-// same name (ratelab.ErrRuleConflict, the state left as it was), are
-// errors under every policy.
+// TakeAt takes one hit of key under r at now and decides it; r and now
+// are trusted, as the ratelab.Store contract says. The hit ends at
+// Options.Timeout or when ctx ends, whichever is first. When the database
+// cannot be reached — the connection refused or reset, the host
+// unreachable — the error wraps ratelab.ErrUnavailable, which
+// ratelab.WithFailPolicy decides by a policy. A hit the database did not
+// take in time, busy or hung (a client cannot tell which), wraps
+// ratelab.ErrBusy, which the policy refuses under fail-open as under
+// fail-closed. A state of another rule with the same name wraps
+// ratelab.ErrRuleConflict, the state left as it was.
 func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
 	return s.base.TakeAt(ctx, r, key, now, s.takeFixed, s.takeLocked)
 }

@@ -81,8 +81,8 @@ func (s *Store) send(ctx context.Context, argv []any) *redis.Cmd {
 
 // lostReply is the error of a hit whose script may have reached Redis and
 // run before its answer was lost: the hit was counted, or not. It says so
-// to ratelab.Failer (MaybeCounted), which logs a fail-open pass of it as
-// such, not as a hit not counted.
+// to ratelab.WithFailPolicy (MaybeCounted), which logs a fail-open pass of
+// it as such, not as a hit not counted.
 type lostReply struct{ error }
 
 func (e lostReply) Unwrap() error    { return e.error }

@@ -28,7 +28,7 @@ func countKey(r ratelab.Rule, name string) string {
 	return name
 }
 
-// key is Key for r as Rules.Admit returns it, followed for a fixed window
+// key is Key for r, a checked rule, followed for a fixed window
 // by fixedResetSuffix — the name of its reset_at, of which its count's is
 // the start — built in one allocation: the digest of
 // ratelab.KeyDigest(r.StateKey(key)), hashed from a buffer on the stack
