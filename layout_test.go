@@ -1,7 +1,11 @@
 package ratelab_test
 
 import (
+	"bytes"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -144,5 +148,35 @@ func TestImportsPointDown(t *testing.T) {
 				t.Errorf("%q imports %q: internal/ holds leaf helpers", pkg, rel(imp))
 			}
 		}
+	}
+}
+
+// maxFileLines is how long a non-test Go file may be: every one is read
+// in one sitting.
+const maxFileLines = 350
+
+// TestEveryFileReadsInOneSitting holds every non-test Go file of the
+// module to maxFileLines.
+func TestEveryFileReadsInOneSitting(t *testing.T) {
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && (d.Name() == ".git" || d.Name() == "tmp" || d.Name() == "bin"):
+			return filepath.SkipDir
+		case d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go"):
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if n := bytes.Count(b, []byte("\n")); n > maxFileLines {
+			t.Errorf("%s has %d lines, more than %d: split it where its parts are apart", path, n, maxFileLines)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -99,10 +99,10 @@ func dirError(path string, err error) error {
 	return &fs.PathError{Op: "open", Path: path, Err: err}
 }
 
-// openAt opens name in the state directory in mode, never following a
+// openFile opens name in the state directory in mode, never following a
 // link. If the state directory was removed (someone cleaned var/), a
 // mode that creates recreates it — not its parents — and tries once more.
-func (s *Store) openAt(name string, mode openMode) (int, error) {
+func (s *Store) openFile(name string, mode openMode) (int, error) {
 	s.dirMu.RLock()
 	dirfd := s.dirfd
 	fd, err := openAt(dirfd, name, mode)
@@ -197,15 +197,15 @@ func (s *Store) names() ([]string, error) {
 	return readDirNames(s.dirfd, s.dir)
 }
 
-// lstatAt stats name in the state directory without following a link.
-func (s *Store) lstatAt(name string) (fileStat, error) {
+// lstatFile stats name in the state directory without following a link.
+func (s *Store) lstatFile(name string) (fileStat, error) {
 	s.dirMu.RLock()
 	defer s.dirMu.RUnlock()
 	return lstatAt(s.dirfd, name)
 }
 
-// unlinkAt removes name from the state directory.
-func (s *Store) unlinkAt(name string) error {
+// unlinkFile removes name from the state directory.
+func (s *Store) unlinkFile(name string) error {
 	s.dirMu.RLock()
 	defer s.dirMu.RUnlock()
 	return unlinkAt(s.dirfd, name)
@@ -237,7 +237,7 @@ func (s *Store) closeDir() error {
 // user may not write, syscall.EROFS on a read-only filesystem.
 func (s *Store) CheckWritable() error {
 	name := ".writable-" + rand.Text()
-	fd, err := s.openAt(name, openNew)
+	fd, err := s.openFile(name, openNew)
 	if err != nil {
 		return fmt.Errorf("fixedfilestore: state directory %s is not writable: %w", s.dir, err)
 	}
@@ -248,7 +248,7 @@ func (s *Store) CheckWritable() error {
 	if cerr := closeFD(fd); cerr != nil {
 		err = errors.Join(err, &fs.PathError{Op: "close", Path: path, Err: cerr})
 	}
-	if uerr := s.unlinkAt(name); uerr != nil {
+	if uerr := s.unlinkFile(name); uerr != nil {
 		err = errors.Join(err, &fs.PathError{Op: "unlink", Path: path, Err: uerr})
 	}
 	if err != nil {

@@ -38,7 +38,7 @@ const cwdFD = unix.AT_FDCWD
 // openDirAt opens name relative to dirfd as a directory, never through a
 // symlink.
 func openDirAt(dirfd int, name string) (int, error) {
-	return openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	return openNoFollow(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 }
 
 // mkdirAt is mkdirat(2): name relative to dirfd, mode perm; a symlink at
@@ -54,12 +54,12 @@ func mkdirAt(dirfd int, name string, perm uint32) error {
 // openAt opens name relative to dirfd in mode, created 0600, never
 // through a symlink.
 func openAt(dirfd int, name string, mode openMode) (int, error) {
-	return openat(dirfd, name, mode.flags(), 0o600)
+	return openNoFollow(dirfd, name, mode.flags(), 0o600)
 }
 
-// openat is openat(2) with O_NOFOLLOW and O_CLOEXEC; a symlink is
+// openNoFollow is openat(2) with O_NOFOLLOW and O_CLOEXEC; a symlink is
 // errSymlink, a file where a directory was asked for errNotDir.
-func openat(dirfd int, name string, flags int, perm uint32) (int, error) {
+func openNoFollow(dirfd int, name string, flags int, perm uint32) (int, error) {
 	for {
 		fd, err := unix.Openat(dirfd, name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
 		switch {

@@ -131,7 +131,7 @@ func (s *Store) hit(ctx context.Context, name string, r ratelab.Rule, now time.T
 
 // open opens the state file name create-without-truncate.
 func (s *Store) open(name string) (int, error) {
-	fd, err := s.openAt(name, openState)
+	fd, err := s.openFile(name, openState)
 	if err == nil && s.testHookOpened != nil {
 		s.testHookOpened()
 	}

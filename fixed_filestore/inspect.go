@@ -119,7 +119,7 @@ func decodeEntry(name string, b []byte) Entry {
 // lock. It opens without blocking (a FIFO planted in the directory cannot
 // hang it) and refuses anything but a regular file before it reads.
 func (s *Store) readShared(name string) ([]byte, error) {
-	fd, err := s.openAt(name, openRead)
+	fd, err := s.openFile(name, openRead)
 	if err != nil {
 		return nil, err
 	}

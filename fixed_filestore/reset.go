@@ -18,7 +18,7 @@ import (
 // error. r is a checked rule (ratelab.Rule.Check).
 func (s *Store) Reset(ctx context.Context, r ratelab.Rule, key string) error {
 	name := fileName(r, key)
-	fd, err := s.openAt(name, openLocked)
+	fd, err := s.openFile(name, openLocked)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -32,7 +32,7 @@ func (s *Store) Reset(ctx context.Context, r ratelab.Rule, key string) error {
 		case err != nil:
 			return err
 		}
-		if err := s.unlinkAt(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := s.unlinkFile(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 		return nil

@@ -82,7 +82,7 @@ func (s *Store) sweepOne(name string, at time.Time) SweepEntry {
 		entry.Reason = "not a state file name"
 		return entry
 	}
-	st, err := s.lstatAt(name)
+	st, err := s.lstatFile(name)
 	if err != nil {
 		entry.Reason = err.Error()
 		return entry
@@ -92,7 +92,7 @@ func (s *Store) sweepOne(name string, at time.Time) SweepEntry {
 		entry.Reason = "not a regular file"
 		return entry
 	}
-	fd, err := s.openAt(name, openLocked)
+	fd, err := s.openFile(name, openLocked)
 	if err != nil {
 		entry.Reason = err.Error()
 		return entry
@@ -131,7 +131,7 @@ func (s *Store) sweepLocked(fd int, name string, at time.Time) (SweepAction, str
 			return Kept, "live: " + e.Describe()
 		}
 	}
-	if err := s.unlinkAt(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := s.unlinkFile(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return Skipped, err.Error()
 	}
 	return Removed, ""
