@@ -40,22 +40,28 @@ $HTTP["url"] =~ "^/cgi-bin/" { cgi.assign = ("" => "") }
 
 // !-config
 
+// binary is lighttpd's path; t is skipped without it, and under -short.
+func binary(t testing.TB) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(shortmode.Why("lighttpd"))
+	}
+	if path, err := exec.LookPath("lighttpd"); err == nil {
+		return path
+	}
+	if p, err := os.Stat("/usr/sbin/lighttpd"); err == nil && !p.IsDir() {
+		return "/usr/sbin/lighttpd"
+	}
+	t.Skip("lighttpd not found: install it with " + InstallHint)
+	return ""
+}
+
 // ForTest starts lighttpd for t with the CGI programs in scripts (name →
 // content, made executable), and stops it when t ends. Without lighttpd
 // the test is skipped with one line saying how to install it.
 func ForTest(t testing.TB, scripts map[string]string) *Server {
 	t.Helper()
-	if testing.Short() {
-		t.Skip(shortmode.Why("lighttpd"))
-	}
-	path, err := exec.LookPath("lighttpd")
-	if err != nil {
-		if p, serr := os.Stat("/usr/sbin/lighttpd"); serr == nil && !p.IsDir() {
-			path = "/usr/sbin/lighttpd"
-		} else {
-			t.Skip("lighttpd not found: install it with " + InstallHint)
-		}
-	}
+	path := binary(t)
 	dir := t.TempDir()
 	s := &Server{Root: filepath.Join(dir, "www"), LogDir: filepath.Join(dir, "log")}
 	for _, d := range []string{filepath.Join(s.Root, "cgi-bin"), s.LogDir} {

@@ -31,6 +31,21 @@ type hitResult struct {
 	Cause  string `json:"cause,omitempty"`
 }
 
+// resultOf is the line ratelab hit prints of d: no state it does not
+// know for a hit let through uncounted, and what decided a hit the store
+// did not.
+func resultOf(d ratelab.Decision) hitResult {
+	res := hitResult{Allowed: d.Allowed, Rule: d.Rule.Name, Limit: d.Rule.Limit}
+	if d.Source != ratelab.Uncounted {
+		retry, reset := ratelab.CeilSeconds(d.RetryAfter), ratelab.CeilSeconds(d.ResetAfter)
+		res.Remaining, res.RetryAfter, res.ResetAfter = &d.Remaining, &retry, &reset
+	}
+	if d.Source != ratelab.Shared {
+		res.Source, res.Cause = d.Source.String(), d.Cause.Error()
+	}
+	return res
+}
+
 // ruleFlags are the flags that name a key under a rule, shared by hit and
 // reset.
 type ruleFlags struct {
@@ -130,15 +145,7 @@ func cmdHit(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	res := hitResult{Allowed: d.Allowed, Rule: rule.Name, Limit: rule.Limit}
-	if d.Source != ratelab.Uncounted {
-		retry, reset := ratelab.CeilSeconds(d.RetryAfter), ratelab.CeilSeconds(d.ResetAfter)
-		res.Remaining, res.RetryAfter, res.ResetAfter = &d.Remaining, &retry, &reset
-	}
-	if d.Source != ratelab.Shared {
-		res.Source, res.Cause = d.Source.String(), d.Cause.Error()
-	}
-	if err := json.NewEncoder(stdout).Encode(res); err != nil {
+	if err := json.NewEncoder(stdout).Encode(resultOf(d)); err != nil {
 		return 0, err
 	}
 	if !d.Allowed {
