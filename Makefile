@@ -4,6 +4,12 @@
 GO ?= go
 PKGS := ./...
 
+# -trimpath for every go command make runs — vet, staticcheck's package
+# loading, the tests, every build of the command, the docs' copies of the
+# repository: the checkout's path stays out of the build cache's keys, so
+# each compiles a package once for all of them.
+export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
+
 .PHONY: corelines all test fmt-check tidy-check vet staticcheck cross test-race demo demo-broken demo-fixed demo-race \
 	demo-boundary demo-fail demo-check demo-redis demo-db figures serve-broken serve-fixed bench bench-peers docs fuzz bin/ratelab
 
@@ -25,11 +31,8 @@ tidy-check:
 	$(GO) mod tidy -diff
 	cd bench/peers && $(GO) mod tidy -diff
 
-# -trimpath, as every build of the ratelab command is (bin/ratelab, the
-# docs' copies of the repository): the packages vet compiles are the ones
-# those builds take from the cache.
 vet:
-	$(GO) vet -trimpath $(PKGS)
+	$(GO) vet $(PKGS)
 
 # staticcheck is pinned by the tool directive in go.mod.
 staticcheck:
@@ -48,9 +51,18 @@ cross:
 	$(GO) run ./internal/crosscheck -targets darwin/arm64,freebsd/amd64,openbsd/amd64,windows/amd64 $(PKGS)
 
 # -timeout: a guard against a hang, far above what a busy machine takes.
-# -vet=off: go vet has just checked every package, tests included.
+# -vet=off: go vet has just checked every package, tests included. Run
+# again with nothing changed, go test keeps each package's passing result
+# while every file it opened — the tests that build and run the command
+# open the whole repository (internal/sources) — and every variable it
+# read are as they were: go clean -testcache forgets them.
+#
+# ./docs first: it pastes the course twice, the longest package by far,
+# and runs beside the others from the start. -p 4: four test binaries at
+# once on two cores, since most of a test's time is spent waiting on the
+# processes and servers it starts.
 test-race:
-	$(GO) test -race -vet=off -count=1 -timeout 60m $(PKGS)
+	$(GO) test -race -vet=off -p 4 -timeout 60m ./docs $(PKGS)
 
 # -trimpath keeps the checkout's path out of the binary, and so out of the
 # build cache's keys: a second clone (the docs tests make two) builds from

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/ratelab/ratelab/internal/sources"
 )
 
 // Doc is one generated document: its source and what weaving it gives.
@@ -15,8 +17,14 @@ type Doc struct {
 	Want     []byte
 }
 
-// BuildBinaries builds the commands the docs run into dir.
+// BuildBinaries builds the commands the docs run into dir. It reads every
+// file under root first (sources.Read): a test that builds the command
+// and runs it names them all as its inputs, so that go test keeps its
+// result for the next run only while none of them changed.
 func BuildBinaries(root, dir string) error {
+	if err := sources.Read(root); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
