@@ -290,7 +290,6 @@ func perHit(o Options) (PerHit, error) {
 	return ph, nil
 }
 
-
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)

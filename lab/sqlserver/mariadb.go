@@ -57,8 +57,7 @@ func (s *Server) startMariaDB(server, install string, args []string) error {
 	data, logFile := filepath.Join(s.dir, "data"), filepath.Join(s.dir, "log")
 	initSQL := fmt.Sprintf(`CREATE DATABASE ratelab;
 CREATE USER 'ratelab'@'127.0.0.1' IDENTIFIED BY '%s';
-GRANT ALL ON ratelab.* TO 'ratelab'@'127.0.0.1';
-GRANT PROCESS ON *.* TO 'ratelab'@'127.0.0.1';
+GRANT ALL ON *.* TO 'ratelab'@'127.0.0.1';
 `, Password)
 	if err := os.WriteFile(filepath.Join(s.dir, "init.sql"), []byte(initSQL), 0o600); err != nil {
 		return err
@@ -94,6 +93,19 @@ GRANT PROCESS ON *.* TO 'ratelab'@'127.0.0.1';
 	cfg := mysql.NewConfig()
 	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = "ratelab", Password, "tcp", s.Addr, "ratelab"
 	s.DSN = cfg.FormatDSN()
+	s.newDatabase = func(name string) (string, error) {
+		db, err := sql.Open("mysql", s.DSN)
+		if err != nil {
+			return "", err
+		}
+		defer db.Close()
+		if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
+			return "", err
+		}
+		c := cfg.Clone()
+		c.DBName = name
+		return c.FormatDSN(), nil
+	}
 	db, err := sql.Open("mysql", s.DSN)
 	if err != nil {
 		return err

@@ -110,6 +110,21 @@ func (s *Server) createPostgresDB(logFile string) error {
 	if _, err := c.Exec(ctx, "CREATE DATABASE ratelab"); err != nil {
 		return err
 	}
+	s.newDatabase = func(name string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c, err := pgx.Connect(ctx, admin)
+		if err != nil {
+			return "", err
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+			return "", err
+		}
+		d := u
+		d.Path = "/" + name
+		return d.String(), nil
+	}
 	u.Path = "/ratelab"
 	s.DSN = u.String()
 	return nil

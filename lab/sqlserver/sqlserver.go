@@ -18,6 +18,8 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -34,7 +36,13 @@ type Server struct {
 	cmd  *exec.Cmd
 	dir  string
 	exit chan error
+	// newDatabase creates a database and returns its DSN.
+	newDatabase func(name string) (string, error)
 }
+
+// Database creates the database name (lower-case letters, digits and
+// underscores) on s and returns a DSN of it, for the user "ratelab".
+func (s *Server) Database(name string) (string, error) { return s.newDatabase(name) }
 
 // Password is the password of the user "ratelab" on every private server.
 const Password = "ratelab-test"
@@ -252,5 +260,53 @@ func NeedPostgres(t TB) {
 		t.Skip(shortmode.Why("PostgreSQL"))
 	case !PostgresAvailable():
 		t.Skip("PostgreSQL's server not found: install it with " + PostgresInstallHint)
+	}
+}
+
+// Shared is one private server for a whole test binary: started at the
+// first test that asks for it, which each gets a database of its own on
+// it (Database), and stopped by Stop, which TestMain calls after m.Run.
+// A MariaDB or a PostgreSQL takes seconds to start; a database, a few
+// milliseconds. It is safe for concurrent use.
+type Shared struct {
+	Start func(args ...string) (*Server, error) // StartMariaDB or StartPostgres
+	once  sync.Once
+	srv   *Server
+	err   error
+	n     atomic.Int64
+}
+
+// Server returns the shared server, starting it at the first call; t is
+// skipped under -short and without the server installed, as ForTest
+// skips it.
+func (s *Shared) Server(t TB) *Server {
+	t.Helper()
+	if shortmode.On() {
+		t.Skip(shortmode.Why("database server"))
+	}
+	s.once.Do(func() { s.srv, s.err = s.Start() })
+	if errors.Is(s.err, ErrNoServer) {
+		t.Skip(s.err.Error())
+	}
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
+	return s.srv
+}
+
+// Database returns the DSN of a fresh database on the shared server.
+func (s *Shared) Database(t TB) string {
+	t.Helper()
+	dsn, err := s.Server(t).Database(fmt.Sprintf("t%d", s.n.Add(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dsn
+}
+
+// Stop stops the shared server, if it was started.
+func (s *Shared) Stop() {
+	if s.srv != nil {
+		s.srv.Stop()
 	}
 }

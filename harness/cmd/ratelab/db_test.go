@@ -19,11 +19,18 @@ import (
 	postgresstore "github.com/ratelab/ratelab/postgres_store"
 )
 
-// databases are the private servers of these tests, one of each, started
-// by the first test that needs them and skipped where not installed.
+// mariadb and postgres are the package's private database servers, one of
+// each for all its tests, each test a database of its own on them.
+var (
+	mariadb  = &sqlserver.Shared{Start: sqlserver.StartMariaDB}
+	postgres = &sqlserver.Shared{Start: sqlserver.StartPostgres}
+)
+
+// database is a database store as these tests drive serve with it: its
+// shared private server, and DSNs that are wrong in each way.
 type database struct {
 	store, flag string
-	start       func(sqlserver.TB) *sqlserver.Server
+	shared      *sqlserver.Shared
 	// badDSN cannot be parsed; wrongPassword and missingDB are refused.
 	badDSN                   string
 	wrongPassword, missingDB func(addr string) string
@@ -31,11 +38,11 @@ type database struct {
 }
 
 var databases = []database{
-	{"mysql", "-mysql", sqlserver.MariaDBForTest, "not a dsn",
+	{"mysql", "-mysql", mariadb, "not a dsn",
 		func(addr string) string { return "ratelab:wrong@tcp(" + addr + ")/ratelab" },
 		func(addr string) string { return "ratelab:" + sqlserver.Password + "@tcp(" + addr + ")/nosuchdb" },
 		"ratelab:x@tcp(127.0.0.1:1)/ratelab"},
-	{"postgres", "-postgres", sqlserver.PostgresForTest, "postgres://a b",
+	{"postgres", "-postgres", postgres, "postgres://a b",
 		func(addr string) string { return "postgres://ratelab:wrong@" + addr + "/ratelab" },
 		func(addr string) string { return "postgres://ratelab:" + sqlserver.Password + "@" + addr + "/nosuchdb" },
 		"postgres://ratelab:x@127.0.0.1:1/ratelab"},
@@ -61,7 +68,7 @@ func TestServeWithADatabase(t *testing.T) {
 			assert.Contains(t, stderr, "is unreachable", "the warning")
 			assert.Contains(t, stderr, "every hit fails open", "the warning")
 
-			srv := db.start(t)
+			srv := db.shared.Server(t)
 			for _, dsn := range []string{db.wrongPassword(srv.Addr), db.missingDB(srv.Addr)} {
 				url, code, stderr = serve(dsn)
 				assert.Empty(t, url, dsn)
@@ -69,7 +76,7 @@ func TestServeWithADatabase(t *testing.T) {
 				assert.Contains(t, stderr, "refused", dsn)
 			}
 
-			url, code, stderr = serve(srv.DSN)
+			url, code, stderr = serve(db.shared.Database(t))
 			require.NotEmpty(t, url, "serve exited %d: %s", code, stderr)
 			client := &http.Client{Timeout: 10 * time.Second}
 			var statuses []string
@@ -103,7 +110,7 @@ func TestDBDemo(t *testing.T) {
 func TestDBKeepsToItsOwnTables(t *testing.T) {
 	sqlserver.NeedMariaDB(t)
 	sqlserver.NeedPostgres(t)
-	my, pg := sqlserver.MariaDBForTest(t).DSN, sqlserver.PostgresForTest(t).DSN
+	my, pg := mariadb.Database(t), postgres.Database(t)
 	live := func(store, dsn string) ratelab.Store { // a store in use, with the default tables and one row
 		a := harness.App{Store: harness.StoreKind(store), Server: dsn, Limit: 30, Window: time.Hour}
 		_, err := databaselock.CheckDatabase(context.Background(), a)
@@ -146,7 +153,7 @@ func TestDBKeepsToItsOwnTables(t *testing.T) {
 // for superusers: 97, three quarters shared out).
 func TestServeSharesTheDatabasesConnections(t *testing.T) {
 	sqlserver.NeedPostgres(t)
-	dsn := sqlserver.PostgresForTest(t).DSN
+	dsn := postgres.Database(t)
 	url, code, stderr := startServe(t, "", "-model", "pool", "-workers", "4", "-store", "postgres", "-postgres", dsn, "-addr", "127.0.0.1:0")
 	require.NotEmpty(t, url, "serve exited %d: %s", code, stderr.String())
 	// Written before the URL; its pipe may deliver it later.

@@ -132,15 +132,11 @@ func TestCGIOutsideACGIServerExits2(t *testing.T) {
 // store as serve does at start.
 func TestCGIPreparesTheDatabase(t *testing.T) {
 	for _, db := range []struct {
-		store string
-		start func(sqlserver.TB) *sqlserver.Server
-		ok    bool
-	}{{"mysql", sqlserver.MariaDBForTest, sqlserver.MariaDBAvailable()}, {"postgres", sqlserver.PostgresForTest, sqlserver.PostgresAvailable()}} {
+		store  string
+		shared *sqlserver.Shared
+	}{{"mysql", mariadb}, {"postgres", postgres}} {
 		t.Run(db.store, func(t *testing.T) {
-			if !db.ok {
-				t.Skipf("%s's server is not installed (.ci/run installs it)", db.store)
-			}
-			dsn := db.start(t).DSN
+			dsn := db.shared.Database(t)
 			srv := lighttpdserver.ForTest(t, map[string]string{
 				"db": wrapper(t, fmt.Sprintf("-store %s -%s '%s' -limit 30 -window 1h", db.store, db.store, dsn)),
 			})

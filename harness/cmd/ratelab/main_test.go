@@ -40,7 +40,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envRunCLI) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	mariadb.Stop()
+	postgres.Stop()
+	os.Exit(code)
 }
 
 func cli(args ...string) (code int, stdout, stderr string) {
