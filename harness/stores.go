@@ -68,8 +68,9 @@ var ErrConfig = errors.New("harness: configuration error")
 
 var kinds = struct {
 	sync.RWMutex
-	m map[StoreKind]Kind
-}{m: map[StoreKind]Kind{
+	m     map[StoreKind]Kind
+	order []StoreKind // as registered: the lesson's two first
+}{order: []StoreKind{Memory, File}, m: map[StoreKind]Kind{
 	Memory: {Reach: OneProcess, Shares: "one map",
 		Open: func(App, *slog.Logger) (ratelab.Store, io.Closer, error) {
 			return new(brokeninmemory.Store), nopCloser{}, nil
@@ -102,18 +103,15 @@ func Register(kind StoreKind, k Kind) {
 		panic(fmt.Sprintf("harness: Register(%q): registered twice, or without Open", kind))
 	}
 	kinds.m[kind] = k
+	kinds.order = append(kinds.order, kind)
 }
 
-// Kinds returns the kinds registered in this process, sorted.
+// Kinds returns the kinds registered in this process, in the order they
+// were registered: the lesson's two first.
 func Kinds() []StoreKind {
 	kinds.RLock()
 	defer kinds.RUnlock()
-	out := make([]StoreKind, 0, len(kinds.m))
-	for k := range kinds.m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Clone(kinds.order)
 }
 
 // kindOf returns the Kind registered as k.

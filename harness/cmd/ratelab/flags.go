@@ -220,7 +220,7 @@ func (f *flags) appFlags() func() (harness.App, error) {
 	store := f.String("store", "", choices.Or(harness.Kinds())+" (required)")
 	algo := f.String("algorithm", "fixed", choices.Or(ratelab.Algorithms()))
 	burst := f.Int("burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)")
-	fail := f.String("fail", "open", "file, redis and database stores: what to do when the state cannot be reached: open, closed or local (decide in this process alone)")
+	fail := f.String("fail", "open", "file, redis and database stores: what to do when the state cannot be reached: "+choices.Or(ratelab.FailPolicies())+" (decide in this process alone)")
 	redisURL := f.String("redis", "", "redis store: the server, e.g. redis://127.0.0.1:6379/0 (a cluster: ?addr=host:port…; Sentinel: ?master_name=name); "+
 		"unset, $RATELAB_REDIS, which keeps a password out of ps")
 	redisWait := f.Int("redis-wait", 0, "redis store: replicas that must confirm each hit (WAIT); a hit they do not confirm was counted on the primary, and -fail closed refuses it (503)")

@@ -33,6 +33,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelab/ratelab"
 	databaselock "github.com/ratelab/ratelab/database_lock"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/childproc"
@@ -61,7 +62,9 @@ func main() {
 // command is one line of the command table: its name, its arguments as
 // the usage shows them, a line of help, and what runs it. In args, a flag
 // in brackets without a value, [-limit], is shown with its default
-// (usageLine): the defaults are written once, where the flags are defined.
+// (usageLine): the defaults are written once, where the flags are defined;
+// so are the choices {stores}, {algorithms} and {policies}, where the
+// harness, the algorithms and the fail policies are.
 type command struct {
 	name, args, help string
 	run              func(args []string, stdout, stderr io.Writer) (int, error)
@@ -72,13 +75,13 @@ func commands() []command {
 	return []command{
 		{"demo", "-store memory|file | -outage open|local [-requests] [-limit] [-window] [-workers] [-concurrency] [-at RFC3339] [-stable]",
 			"the endpoint under single, pool and cgi: where 429 appears", cmdDemo},
-		{"serve", "-model cgi|pool|single|two-hosts -store memory|file|redis|mysql|postgres [-addr] [-limit] [-window] [-workers] [-cgi-procs] [-dir DIR] [-at RFC3339] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed|local] [-redis URL] [-redis-wait N] [-redis-wait-timeout] [-redis-allow-eviction] [-mysql DSN] [-postgres URL] [-trusted-proxies CIDR,…] [-forwarded-header NAME]",
+		{"serve", "-model cgi|pool|single|two-hosts -store {stores} [-addr] [-limit] [-window] [-workers] [-cgi-procs] [-dir DIR] [-at RFC3339] [-algorithm {algorithms}] [-burst N] [-fail {policies}] [-redis URL] [-redis-wait N] [-redis-wait-timeout] [-redis-allow-eviction] [-mysql DSN] [-postgres URL] [-trusted-proxies CIDR,…] [-forwarded-header NAME]",
 			"serve the endpoint to curl, until Ctrl-C", cmdServe},
-		{"cgi", "-store memory|file|redis|mysql|postgres [-dir DIR] [-redis URL] [-redis-wait N] [-redis-wait-timeout] [-mysql DSN] [-postgres URL] [-limit] [-window] [-algorithm fixed|sliding|log|gcra] [-burst N] [-fail open|closed|local] [-trusted-proxies CIDR,…] [-forwarded-header NAME]",
+		{"cgi", "-store {stores} [-dir DIR] [-redis URL] [-redis-wait N] [-redis-wait-timeout] [-mysql DSN] [-postgres URL] [-limit] [-window] [-algorithm {algorithms}] [-burst N] [-fail {policies}] [-trusted-proxies CIDR,…] [-forwarded-header NAME]",
 			"the endpoint as a CGI program, for a web server's cgi-bin", cmdCGI},
-		{"hit", "-dir DIR -key KEY [-rule] [-limit] [-window] [-at RFC3339] [-fail open|closed|local] [-wait DURATION] [-algorithm fixed|sliding|log|gcra] [-burst N] [-refusals default|count|ignore]",
+		{"hit", "-dir DIR -key KEY [-rule] [-limit] [-window] [-at RFC3339] [-fail {policies}] [-wait DURATION] [-algorithm {algorithms}] [-burst N] [-refusals default|count|ignore]",
 			"take one hit in the file store and print the decision", cmdHit},
-		{"reset", "-dir DIR -key KEY [-rule] [-algorithm fixed|sliding|log|gcra] [-fail open|closed|local] [-limit] [-window] [-burst N] [-refusals default|count|ignore] [-at RFC3339]",
+		{"reset", "-dir DIR -key KEY [-rule] [-algorithm {algorithms}] [-fail {policies}] [-limit] [-window] [-burst N] [-refusals default|count|ignore] [-at RFC3339]",
 			"forget one key of one rule: unblock a client", cmdReset},
 		{"inspect", "-dir DIR [-at RFC3339]", "show every state file, changing nothing", cmdInspect},
 		{"sweep", "-dir DIR [-at RFC3339]", "remove the state files whose state is over", cmdSweep},
@@ -88,7 +91,7 @@ func commands() []command {
 		{"bench", "[-o FILE] [-quick]", "per-hit costs and cross-process throughput", cmdBench},
 		{"redis", "[-redis URL] [-requests] [-limit] [-window] [-workers] [-concurrency] [-at RFC3339] [-stable] [-svg FILE]",
 			"beyond one host: files against Redis, and two Redis pitfalls", cmdRedis},
-		{"check", "[-store memory|file|redis|mysql|postgres] [-counter lock-free|flock] [-mistake read-then-write|reset-first] [-model single|pool|cgi|two-hosts] [-algorithm fixed|sliding|log|gcra] [-clients] [-hits] [-workers] [-fault none|kill|stop|failover|move] [-redis-wait N] [-html FILE] [-svg FILE]",
+		{"check", "[-store {stores}] [-counter lock-free|flock] [-mistake read-then-write|reset-first] [-model single|pool|cgi|two-hosts] [-algorithm {algorithms}] [-clients] [-hits] [-workers] [-fault none|kill|stop|failover|move] [-redis-wait N] [-html FILE] [-svg FILE]",
 			"record every hit of a run and check the history for linearizability", cmdCheck},
 		{"db", "[-check] [-mysql DSN] [-postgres URL] [-requests] [-limit] [-window] [-workers] [-concurrency] [-at RFC3339] [-stable] [-force]",
 			"the database lock: lost updates in SQL, lock rows, two hosts on one database", cmdDB},
@@ -118,7 +121,9 @@ func usage() string {
 // takes a value, [-name=false] for a bool that defaults to true.
 func (c command) usageLine() string {
 	set := c.flags()
-	return regexp.MustCompile(`\[-([a-z][a-z-]*)\]`).ReplaceAllStringFunc(c.args, func(s string) string {
+	args := strings.NewReplacer("{stores}", join(harness.Kinds()), "{algorithms}", join(ratelab.Algorithms()),
+		"{policies}", join(ratelab.FailPolicies())).Replace(c.args)
+	return regexp.MustCompile(`\[-([a-z][a-z-]*)\]`).ReplaceAllStringFunc(args, func(s string) string {
 		fl := set.Lookup(s[2 : len(s)-1])
 		switch {
 		case fl == nil:
@@ -130,6 +135,15 @@ func (c command) usageLine() string {
 		}
 		return "[-" + fl.Name + " " + defaultText(fl) + "]"
 	})
+}
+
+// join is xs as a usage line names its choices: a|b|c.
+func join[T any](xs []T) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, "|")
 }
 
 // flags returns the flags c defines, without running it: c is given -h
