@@ -61,7 +61,10 @@ func passwords(conn string) []string {
 	return append(append(pws, q["password"]...), q["sentinel_password"]...)
 }
 
-var keyValue = regexp.MustCompile(`(?:^|\s)password\s*=\s*('(?:[^'\\]|\\.)*'|\S*)`)
+// keyValue finds a key=value string's password: quoted, or unquoted up to
+// the first space that no backslash escapes (libpq reads "s3cret\ pw" as
+// one value).
+var keyValue = regexp.MustCompile(`(?:^|\s)password\s*=\s*('(?:[^'\\]|\\.)*'|(?:[^\s\\]|\\.)*)`)
 
 // Password returns the password conn carries: the one of a URL's or a
 // DSN's user:password@, or a key=value string's password=. It reads conn
@@ -86,6 +89,10 @@ func Password(conn string) string {
 	return pw
 }
 
+// unescaped is a key=value string's value as libpq reads it: every
+// backslash-escaped character as itself.
+var unescaped = strings.NewReplacer(`\\`, `\`, `\ `, " ", `\'`, "'")
+
 // replace masks pw in s where a connection string holds it — after the
 // user and before the '@' of a URL or DSN, after password= — as written,
 // URL-escaped and URL-unescaped. Only there: a short password would
@@ -94,7 +101,7 @@ func replace(s, pw string) string {
 	if pw == "" {
 		return s
 	}
-	forms := []string{pw, url.QueryEscape(pw), url.PathEscape(pw)}
+	forms := []string{pw, url.QueryEscape(pw), url.PathEscape(pw), unescaped.Replace(pw)}
 	if u, err := url.PathUnescape(pw); err == nil {
 		forms = append(forms, u)
 	}

@@ -18,6 +18,7 @@ func TestPassword(t *testing.T) {
 		{"ratelab@tcp(127.0.0.1:3306)/ratelab", ""},
 		{"host=127.0.0.1 user=ratelab password='a b' dbname=x", "a b"},
 		{"host=127.0.0.1 password=plain dbname=x", "plain"},
+		{`host=127.0.0.1 password=s3cret\ PgPW dbname=x`, `s3cret\ PgPW`}, // the attacker's finding: libpq's escaped space
 	} {
 		if got := Password(tt.conn); got != tt.want {
 			t.Errorf("Password(%q) = %q, want %q", tt.conn, got, tt.want)
@@ -76,5 +77,18 @@ func TestErrAndString(t *testing.T) {
 	}
 	if Err(nil, conn) != nil {
 		t.Error("Err(nil) is not nil")
+	}
+}
+
+// A libpq password with a backslash-escaped space is masked whole, as
+// written and as libpq reads it (the finding: "xxxxx PgPW" was printed).
+func TestEscapedSpaceIsMaskedWhole(t *testing.T) {
+	conn := `host=127.0.0.1 user=app password=s3cret\ PgPW dbname=app`
+	if got, want := String(conn), "host=127.0.0.1 user=app password=xxxxx dbname=app"; got != want {
+		t.Errorf("String = %q, want %q", got, want)
+	}
+	err := Err(errors.New(`cannot parse password=s3cret PgPW: bad`), conn)
+	if strings.Contains(err.Error(), "PgPW") {
+		t.Errorf("Err = %q: the password shows", err)
 	}
 }
