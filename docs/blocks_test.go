@@ -56,6 +56,7 @@ func fencedBlocks(t *testing.T, page string) []fenced {
 // ones run against the server the workshop starts. A block no subtest
 // claims fails the test.
 func TestEverySolutionBlockRuns(t *testing.T) {
+	t.Parallel() // its own copy of the repository, or its own ports: beside the paste, which is most of the package
 	if testing.Short() {
 		t.Skip("builds copies of the repository; skipped with -short")
 	}
@@ -153,6 +154,7 @@ func breakTheLoginState(t *testing.T, scripts []string) {
 // the chapter shows, and its curl loop run against it, prints the output
 // the chapter shows.
 func TestOwnServerBlocksUnderLighttpd(t *testing.T) {
+	t.Parallel() // its own copy of the repository, or its own ports: beside the paste, which is most of the package
 	if testing.Short() {
 		t.Skip("starts lighttpd; skipped with -short")
 	}
@@ -184,6 +186,7 @@ func TestOwnServerBlocksUnderLighttpd(t *testing.T) {
 // each response shows its status and its X-Ratelab-Pid, every pid is a
 // different process (CGI), and the file store refuses from the 31st.
 func TestServeLoopShowsEachPid(t *testing.T) {
+	t.Parallel() // its own copy of the repository, or its own ports: beside the paste, which is most of the package
 	if testing.Short() {
 		t.Skip("starts ratelab serve; skipped with -short")
 	}

@@ -246,6 +246,7 @@ func commandsOf(t *testing.T, root, page string) []shown {
 // for both (it is a third of the package's time); when they differ in
 // anything, the Japanese pages are pasted on their own.
 func TestAReaderPastesEveryCommand(t *testing.T) {
+	t.Parallel() // most of the package's time: the other long tests run beside it
 	if testing.Short() {
 		t.Skip("runs the demos; skipped with -short")
 	}

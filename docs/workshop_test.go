@@ -49,6 +49,7 @@ func section(t *testing.T, page, heading string) string {
 // the exit status it names; the unedited store passes the same run
 // (race_tests' own test).
 func TestRedGreenTrack(t *testing.T) {
+	t.Parallel() // its own copy of the repository, or its own ports: beside the paste, which is most of the package
 	if testing.Short() {
 		t.Skip("builds and runs the race demo; skipped with -short")
 	}
@@ -83,6 +84,7 @@ func TestRedGreenTrack(t *testing.T) {
 // on the filesystem stat -f reports for the clone, and reports the ratio
 // the exercise asks about.
 func TestBenchmarkReportsBothWriteOrders(t *testing.T) {
+	t.Parallel() // a directory of its own under tmp/: beside the paste, which is most of the package
 	if testing.Short() {
 		t.Skip("runs a benchmark; skipped with -short")
 	}
@@ -165,6 +167,7 @@ func TestBeatTheWindow(t *testing.T) {
 // gives finds it not linearizable, as the page says, every hit told the
 // same; the unedited store passes the same check.
 func TestTheCheckerCatchesAForgetfulStore(t *testing.T) {
+	t.Parallel() // its own copy of the repository, or its own ports: beside the paste, which is most of the package
 	if testing.Short() {
 		t.Skip("builds a copy of the repository; skipped with -short")
 	}
