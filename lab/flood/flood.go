@@ -5,7 +5,10 @@
 package flood
 
 import (
+	"bytes"
+	"fmt"
 	"io"
+	"os"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -35,16 +38,43 @@ const (
 	Limit    = 30
 )
 
-// Binary builds the ratelab command into a directory of t's and returns
-// its path: a flood's processes are the command as built for use, not a
-// race-instrumented test binary.
+// Binary builds the ratelab command and returns its path: a flood's
+// processes are the command as built for use, not a race-instrumented test
+// binary. The path is the module's tmp/flood/ratelab, replaced only when
+// the command built differs from it: a test that runs it opens the same
+// unchanged file while the sources are unchanged, so that go test keeps
+// its result for the next run.
 func Binary(t *testing.T) string {
 	t.Helper()
 	gomod, err := exec.Command("go", "env", "GOMOD").Output()
 	require.NoError(t, err)
-	dir := filepath.Join(t.TempDir(), "bin")
-	require.NoError(t, weave.BuildBinaries(filepath.Dir(strings.TrimSpace(string(gomod))), dir))
-	return filepath.Join(dir, "ratelab")
+	root := filepath.Dir(strings.TrimSpace(string(gomod)))
+	built := filepath.Join(t.TempDir(), "bin")
+	require.NoError(t, weave.BuildBinaries(root, built))
+	exe := filepath.Join(root, "tmp", "flood", "ratelab")
+	require.NoError(t, replaceIfChanged(filepath.Join(built, "ratelab"), exe))
+	return exe
+}
+
+// replaceIfChanged moves the file from to the path to unless to holds the
+// same bytes already; another process may be doing the same at once (the
+// packages' tests run side by side), so the move is a rename, whole.
+func replaceIfChanged(from, to string) error {
+	want, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	if have, err := os.ReadFile(to); err == nil && bytes.Equal(have, want) {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return err
+	}
+	tmp := fmt.Sprintf("%s.%d", to, os.Getpid())
+	if err := os.WriteFile(tmp, want, 0o755); err != nil {
+		return err
+	}
+	return os.Rename(tmp, to)
 }
 
 // Check floods a, served under model by workers processes of exe, and
