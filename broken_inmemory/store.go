@@ -7,12 +7,13 @@
 //   - CGI and suEXEC shared hosting start a new process for every request.
 //     Each starts with an empty map, records count 1 and exits, so the count
 //     never reaches 2 and the limiter never answers 429.
-//   - A pool of K long-lived workers (PHP-FPM, gunicorn, several Go
-//     replicas) gives each worker its own map. Requests spread over the
-//     workers, each counts only its share, and up to K × limit get through.
-//     This is about per-process memory — a PHP array, a Go map. APCu under
-//     PHP-FPM is different: the FPM master owns that memory and its workers
-//     share it.
+//   - A pool of K long-lived workers (gunicorn, several Go replicas, PHP
+//     in a worker mode: FrankenPHP workers, RoadRunner, Swoole) gives each
+//     worker its own map. Requests spread over the workers, each counts
+//     only its share, and up to K × limit get through. PHP-FPM and mod_php
+//     are not this row for a PHP array: PHP frees a request's memory,
+//     statics included, when the request ends, so an array there fails as
+//     under CGI. (APCu under PHP-FPM is shared: the FPM master owns it.)
 //   - One long-lived process (a laptop, docker compose) is the only model
 //     in which it works, which is why it passes every local test.
 //

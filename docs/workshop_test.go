@@ -220,3 +220,37 @@ func TestTheCheckerCatchesAForgetfulStore(t *testing.T) {
 	assert.Equal(t, 4, strings.Count(string(svg), "allowed, 1 left"), "the drawing: each of four told allowed, 1 left")
 	assert.Contains(t, string(svg), `fill="#900">hit 2: allowed, 1 left`, "hit 2 in red")
 }
+
+// The workshop's set-up blocks — the one done at home and section 0's,
+// done again in a new terminal on the day — pasted at the root of a fresh
+// clone: each runs without an error, its demos end with PASS, and after
+// section 0's block the exercises' bare `ratelab` is the clone's own.
+func TestWorkshopSetUpBlocksRun(t *testing.T) {
+	t.Parallel() // its own copy of the repository: beside the paste, which is most of the package
+	if testing.Short() {
+		t.Skip("builds a copy of the repository and runs its demos; skipped with -short")
+	}
+	var home, day string
+	for _, b := range fencedBlocks(t, "workshop.md") {
+		switch {
+		case b.lang == "sh" && strings.HasPrefix(b.section, "Before the day"):
+			home = b.body
+		case b.lang == "sh" && strings.HasPrefix(b.section, "0. Setup check"):
+			day = b.body
+		}
+	}
+	require.NotEmpty(t, home, "workshop.md: no sh block before the day")
+	require.NotEmpty(t, day, "workshop.md: no sh block in section 0")
+	clone, _ := freshClone(t, "..")
+	for _, script := range []string{home, day + "command -v ratelab\n"} {
+		cmd := exec.Command("bash", "-e", "-c", script) // a new shell each: a new terminal
+		cmd.Dir = clone
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "pasted at the root of a fresh clone:\n%s\nprinted:\n%s", script, out)
+		assert.Contains(t, string(out), "PASS: every row shows what the demo claims", "the demo's verdict:\n%s", out)
+		if script != home {
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			assert.Equal(t, filepath.Join(clone, "bin", "ratelab"), lines[len(lines)-1], "`ratelab` after section 0's block")
+		}
+	}
+}

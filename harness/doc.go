@@ -7,11 +7,12 @@
 //
 //   - Single: one long-lived process serves every request. Its memory sees
 //     every hit, so the in-memory store throttles from the 31st.
-//   - Pool: K long-lived workers behind a round-robin front, as PHP-FPM
-//     hands requests to its children. Each worker's map counts only its
-//     share, so K × limit get through. (Under PHP-FPM, APCu is shared by the
-//     workers — the master owns it — so this is about per-process memory: a
-//     PHP array, a Go map.)
+//   - Pool: K long-lived workers behind a round-robin front, as gunicorn's
+//     workers or PHP in a worker mode (FrankenPHP, RoadRunner, Swoole).
+//     Each worker's map counts only its share, so K × limit get through.
+//     Real servers do not deal in turn, so their shares are uneven; the
+//     front does, so that the count is exact. (PHP-FPM is not this model
+//     for a PHP array: PHP frees a request's memory when it ends.)
 //   - CGI: a real net/http/cgi host starts a fresh process for every
 //     request; the key comes from REMOTE_ADDR. Every process starts with an
 //     empty map, records count 1 and exits: never a 429.

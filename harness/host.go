@@ -29,7 +29,7 @@ const (
 	// docker compose.
 	Single Model = "single"
 	// Pool is K long-lived worker processes with requests spread
-	// round-robin: PHP-FPM, gunicorn, several replicas.
+	// round-robin: gunicorn, several replicas, PHP in a worker mode.
 	Pool Model = "pool"
 	// CGI is a fresh process per request: CGI and suEXEC shared hosting.
 	CGI Model = "cgi"
