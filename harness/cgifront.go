@@ -1,12 +1,12 @@
 package harness
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -22,35 +22,23 @@ const DefaultCGIProcs = 20
 // (https://httpd.apache.org/docs/2.4/mod/mpm_common.html#maxrequestworkers).
 const MaxCGIProcs = 256
 
-// MaxCGIBody bounds a request body the CGI front passes on: nginx's
-// default client_max_body_size
-// (https://nginx.org/en/docs/http/ngx_http_core_module.html#client_max_body_size).
-const MaxCGIBody = 1 << 20
-
-// MaxCGIBodies bounds the bodies the CGI front holds in memory at once,
-// all requests together; a body that would pass it is answered 503.
-const MaxCGIBodies = 32 << 20
-
 // procCap runs next for at most cap(slots) requests at once, as a web
 // server runs at most so many CGI programs: the others wait their turn in
 // the front, each for at most wait, and are then answered 503 with a
-// Retry-After. A request's body is read whole before it waits, as nginx
-// buffers one before it passes it on, so that a client that trickles its
-// body holds a connection, never a program; a body over MaxCGIBody is
-// answered 413. Refusals are reported to log, at most one line a second.
-// Without it, 200 requests at once start 200 programs that
-// share two cores so thinly that few meet their store's timeout: in CI
-// 1992 of 2000 PostgreSQL hits were refused as busy, 8 allowed of 30.
+// Retry-After. A request's body was read whole before it waits (bodies),
+// so that a client that trickles its body holds a connection, never a
+// program. Refusals are reported to log, at most one line a second.
+// Without it, 200 requests at once start 200 programs that share two
+// cores so thinly that few meet their store's timeout: in CI 1992 of
+// 2000 PostgreSQL hits were refused as busy, 8 allowed of 30.
 type procCap struct {
-	slots    chan struct{}
-	wait     time.Duration
-	waiting  atomic.Int64 // requests waiting for a slot, for tests
-	next     http.Handler
-	log      io.Writer
-	refused  atomic.Int64 // refusals not yet reported
-	lastLog  atomic.Int64 // when refusals were last reported, in Unix ns
-	held     atomic.Int64 // bytes of bodies held, at most MaxCGIBodies
-	overHeld atomic.Int64 // bodies refused for want of room, for tests
+	slots   chan struct{}
+	wait    time.Duration
+	waiting atomic.Int64 // requests waiting for a slot, for tests
+	next    http.Handler
+	log     io.Writer
+	refused atomic.Int64 // refusals not yet reported
+	lastLog atomic.Int64 // when refusals were last reported, in Unix ns
 }
 
 func newProcCap(n int, wait time.Duration, log io.Writer, next http.Handler) *procCap {
@@ -58,14 +46,6 @@ func newProcCap(n int, wait time.Duration, log io.Writer, next http.Handler) *pr
 }
 
 func (c *procCap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.ContentLength != 0 {
-		n, code := c.readBody(w, r)
-		defer c.held.Add(-n)
-		if code != 0 {
-			http.Error(w, http.StatusText(code), code)
-			return
-		}
-	}
 	if !c.acquire(r) {
 		if r.Context().Err() == nil {
 			w.Header().Set("Retry-After", strconv.Itoa(int(max(c.wait/time.Second, 1))))
@@ -76,39 +56,6 @@ func (c *procCap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer func() { <-c.slots }()
 	c.next.ServeHTTP(w, r)
-}
-
-// readBody reads r's body whole, within MaxCGIBody and what MaxCGIBodies
-// leaves, and replaces it with what it read; it returns the bytes it
-// holds, and the status to refuse r with, or 0. A declared length over
-// MaxCGIBody is refused before a byte is read: no 100 Continue is sent.
-func (c *procCap) readBody(w http.ResponseWriter, r *http.Request) (held int64, code int) {
-	if r.ContentLength > MaxCGIBody {
-		return 0, http.StatusRequestEntityTooLarge
-	}
-	var body bytes.Buffer
-	src := http.MaxBytesReader(w, r.Body, MaxCGIBody)
-	for chunk := make([]byte, 32<<10); ; {
-		n, err := src.Read(chunk)
-		if n > 0 {
-			held += int64(n)
-			if c.held.Add(int64(n)) > MaxCGIBodies {
-				c.overHeld.Add(1)
-				return held, http.StatusServiceUnavailable
-			}
-			body.Write(chunk[:n])
-		}
-		switch {
-		case err == io.EOF:
-			// Passed on with its length: net/http/cgi refuses a chunked one.
-			r.Body, r.ContentLength, r.TransferEncoding = io.NopCloser(&body), int64(body.Len()), nil
-			return held, 0
-		case errors.As(err, new(*http.MaxBytesError)):
-			return held, http.StatusRequestEntityTooLarge
-		case err != nil:
-			return held, http.StatusBadRequest // cut, or out of its read time
-		}
-	}
 }
 
 // refuse counts a refusal, and reports the refusals so far unless a
@@ -147,4 +94,36 @@ func (c *procCap) acquire(r *http.Request) bool {
 	case <-r.Context().Done():
 	}
 	return false
+}
+
+// refuseNUL answers 400, before next sees it, a request with a NUL in a
+// value net/http/cgi puts in its program's environment: os/exec refuses
+// to start a program with one ("environment variable contains NUL"), and
+// the client was answered 500 for its own malformed request. Past
+// net/http only the path carries one, as %00 decoded; the query is
+// passed on escaped, and a header or a Host with a NUL is refused with
+// 400 before the front sees it. Every value is checked all the same.
+func refuseNUL(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !envSafe(r) {
+			http.Error(w, "a NUL (%00) has no place in a request to a CGI program", http.StatusBadRequest)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// envSafe reports whether no value net/http/cgi takes from r for its
+// program's environment holds a NUL.
+func envSafe(r *http.Request) bool {
+	nul := func(s string) bool { return strings.IndexByte(s, 0) >= 0 }
+	if slices.ContainsFunc([]string{r.Method, r.Host, r.URL.Path, r.URL.RawQuery, r.URL.RequestURI(), r.RemoteAddr}, nul) {
+		return false
+	}
+	for name, values := range r.Header {
+		if nul(name) || slices.ContainsFunc(values, nul) {
+			return false
+		}
+	}
+	return true
 }

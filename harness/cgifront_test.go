@@ -151,7 +151,7 @@ func TestCGIProcsOutOfRange(t *testing.T) {
 
 // A client that trickles its body holds a connection, not one of the CGI
 // front's programs: the front reads a body whole before the request waits
-// for a program, as nginx buffers one. A body over MaxCGIBody is answered
+// for a program, as nginx buffers one. A body over MaxBody is answered
 // 413 and runs no program.
 func TestCGIFrontReadsTheBodyBeforeAProgram(t *testing.T) {
 	dir := t.TempDir()
@@ -174,7 +174,7 @@ func TestCGIFrontReadsTheBodyBeforeAProgram(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 
-	resp, err = client.Post(h.URL, "text/plain", bytes.NewReader(make([]byte, harness.MaxCGIBody+1)))
+	resp, err = client.Post(h.URL, "text/plain", bytes.NewReader(make([]byte, harness.MaxBody+1)))
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
@@ -184,7 +184,7 @@ func TestCGIFrontReadsTheBodyBeforeAProgram(t *testing.T) {
 }
 
 // A chunked body is read whole and passed on with its length — net/http/cgi
-// refuses a chunked one — and a declared length over MaxCGIBody is refused
+// refuses a chunked one — and a declared length over MaxBody is refused
 // at once, before the client sends it: no 100 Continue.
 func TestCGIFrontPassesChunkedBodiesAndRefusesLongOnes(t *testing.T) {
 	dir := t.TempDir()
@@ -206,7 +206,7 @@ func TestCGIFrontPassesChunkedBodiesAndRefusesLongOnes(t *testing.T) {
 	conn, err := net.Dial("tcp", u.Host)
 	require.NoError(t, err)
 	defer conn.Close()
-	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", u.Path, u.Host, harness.MaxCGIBody+1)
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", u.Path, u.Host, harness.MaxBody+1)
 	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 	status, err := bufio.NewReader(conn).ReadString('\n')
 	require.NoError(t, err)
@@ -215,7 +215,7 @@ func TestCGIFrontPassesChunkedBodiesAndRefusesLongOnes(t *testing.T) {
 
 // The bodies the CGI front holds at once are bounded, all clients
 // together: 33 clients each sending all but the last byte of a 1 MiB body
-// would hold 33 MiB; a body that would pass MaxCGIBodies is refused (two
+// would hold 33 MiB; a body that would pass MaxBodies is refused (two
 // crossing it at once may both be), while the others wait for their last
 // byte.
 func TestCGIFrontBoundsTheBodiesItHolds(t *testing.T) {
@@ -225,26 +225,101 @@ func TestCGIFrontBoundsTheBodiesItHolds(t *testing.T) {
 	t.Cleanup(func() { h.Close() })
 	u, err := url.Parse(h.URL)
 	require.NoError(t, err)
-	n := harness.MaxCGIBodies/harness.MaxCGIBody + 1
-	part := make([]byte, harness.MaxCGIBody-1)
+	n := harness.MaxBodies/harness.MaxBody + 1
+	part := make([]byte, harness.MaxBody-1)
 	var wg sync.WaitGroup
 	for range n {
 		conn, err := net.Dial("tcp", u.Host)
 		require.NoError(t, err)
 		t.Cleanup(func() { conn.Close() })
 		wg.Go(func() {
-			fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n", u.Path, u.Host, harness.MaxCGIBody)
+			fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n", u.Path, u.Host, harness.MaxBody)
 			conn.Write(part) // a refused one's write may fail
 		})
 	}
 	wg.Wait()
 	// Every byte sent is read, or its body refused.
 	require.NoError(t, poll.Until(time.Minute, 5*time.Millisecond, func() error {
-		held, refused := h.CGIBodies()
+		held, refused := h.Bodies()
 		if refused == 0 || held != (int64(n)-refused)*int64(len(part)) {
 			return fmt.Errorf("%d bytes held, %d bodies refused; want %d bytes of %d clients, the rest refused",
 				held, refused, int64(len(part))*(int64(n)-refused), n)
 		}
 		return nil
 	}))
+}
+
+// roundTrip sends req, raw, on a connection of its own to addr, half-closes
+// it if cut, and returns the answer's status, Content-Type and body.
+func roundTrip(t *testing.T, addr, req string, cut bool) (code int, ctype, body string) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = io.WriteString(conn, req)
+	require.NoError(t, err)
+	if cut {
+		require.NoError(t, conn.(*net.TCPConn).CloseWrite())
+	}
+	conn.SetReadDeadline(time.Now().Add(time.Minute))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+}
+
+// programsRun counts the blockingCGI programs that ran in dir.
+func programsRun(t *testing.T, dir string) int {
+	t.Helper()
+	seen, err := os.ReadFile(filepath.Join(dir, "seen"))
+	if os.IsNotExist(err) {
+		return 0
+	}
+	require.NoError(t, err)
+	return len(strings.Fields(string(seen)))
+}
+
+// The attacker's finding (#44): POST /demo%00x was answered 500, "cgi
+// host: CGI error: exec: environment variable contains NUL" — the path
+// goes to the program's environment decoded, and os/exec refuses a NUL
+// there. The front now refuses a request with a NUL in any value of the
+// environment with 400 and a short plain-text body, and starts no
+// program. A %00 in the query stays escaped in QUERY_STRING, and a NUL
+// in a header is refused by net/http before the front sees it.
+func TestCGIFrontRefusesANULBeforeAProgram(t *testing.T) {
+	dir := t.TempDir()
+	logs := &syncbuf.Buffer{}
+	h, err := harness.Start(harness.Config{Model: harness.CGI, Exe: blockingCGI(t, dir), Stderr: logs,
+		App: harness.App{Store: harness.File, Dir: t.TempDir(), Limit: 30, Window: time.Minute}})
+	require.NoError(t, err)
+	t.Cleanup(func() { h.Close() })
+	release(t, dir)
+	u, err := url.Parse(h.URL)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name, target, host, header string
+		want, programs             int
+	}{
+		{"a NUL in the path", "/demo%00x", u.Host, "", http.StatusBadRequest, 0},
+		{"a NUL in the path's last segment", "/demo/%00", u.Host, "", http.StatusBadRequest, 0},
+		{"a NUL in a header", "/demo", u.Host, "X-A: a\x00b\r\n", http.StatusBadRequest, 0},
+		{"a NUL in the Host", "/demo", "a\x00b", "", http.StatusBadRequest, 0},
+		{"a NUL in the query, escaped", "/demo?x=%00", u.Host, "", http.StatusOK, 1},
+		{"a NUL in the Host, escaped", "/demo", "a%00b", "", http.StatusOK, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := programsRun(t, dir)
+			req := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\n%sContent-Length: 0\r\nConnection: close\r\n\r\n", tc.target, tc.host, tc.header)
+			code, ctype, body := roundTrip(t, u.Host, req, false)
+			assert.Equal(t, tc.want, code, "status; body %q", body)
+			assert.Equal(t, tc.programs, programsRun(t, dir)-before, "programs run")
+			if tc.want == http.StatusBadRequest {
+				assert.True(t, strings.HasPrefix(ctype, "text/plain"), "Content-Type %q", ctype)
+				assert.Less(t, len(body), 200, "body %q", body)
+			}
+		})
+	}
+	assert.NotContains(t, logs.String(), "CGI error", "the CGI host's log")
 }

@@ -40,8 +40,12 @@ const (
 // programs.
 func (h *Host) CGIWaiting() int64 { return h.cgiCap.waiting.Load() }
 
-// CGIBodies returns the bytes of bodies the CGI front holds, and how many
-// it refused for want of room.
-func (h *Host) CGIBodies() (held, refused int64) {
-	return h.cgiCap.held.Load(), h.cgiCap.overHeld.Load()
+// Bodies returns the bytes of bodies the front holds, and how many it
+// refused for want of room.
+func (h *Host) Bodies() (held, refused int64) {
+	return h.bodies.held.Load(), h.bodies.overHeld.Load()
 }
+
+// Passed returns how many requests the front passed to a pool worker,
+// and how many of those it did not get an answer to.
+func (h *Host) Passed() (served, failed int64) { return h.served.Load(), h.failed.Load() }

@@ -96,6 +96,7 @@ type Host struct {
 	client  httplimit.Client // tells the front who a request's client is
 	cgiErrs *syncbuf.Buffer
 	cgiCap  *procCap // cgi's front, nil for the others
+	bodies  *bodies  // what every front does first: read the body
 }
 
 // Start starts the model's processes and its front. Close stops them.
@@ -165,7 +166,9 @@ func (cfg *Config) check() error {
 	return nil
 }
 
-// start starts the model's processes and returns the front's handler.
+// start starts the model's processes and returns the front's handler,
+// which reads a request's body before it passes the request on, and under
+// CGI first refuses what no program's environment can hold.
 func (h *Host) start() (http.Handler, error) {
 	cfg := h.cfg
 
@@ -200,7 +203,11 @@ func (h *Host) start() (http.Handler, error) {
 		}))
 		front = h.cgiCap
 	}
-	return front, nil
+	h.bodies = &bodies{next: front}
+	if cfg.Model == CGI {
+		return refuseNUL(h.bodies), nil
+	}
+	return h.bodies, nil
 }
 
 // dropUnderscored drops every request header whose name holds an

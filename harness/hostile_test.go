@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/internal/syncbuf"
 )
 
 // clientFrom returns an HTTP client whose connections come from the
@@ -127,4 +128,47 @@ func TestMetricsAtSlashMetrics(t *testing.T) {
 	resp.Body.Close()
 	assert.Contains(t, string(body), `ratelab_requests_total{policy="demo-start",outcome="allowed"} 2`)
 	assert.Contains(t, string(body), `ratelab_requests_total{policy="demo-start",outcome="throttled"} 1`)
+}
+
+// The attacker's finding (#44): a malformed chunked body was answered 502
+// by the pool's front and counted against the worker, which had been sent
+// the request's headers. A body is the client's to get right: the front
+// now reads it whole before it picks a worker, as the CGI front and nginx
+// do, and answers 400 itself, sending no worker anything and counting
+// nothing against one.
+func TestPoolFrontRefusesAMalformedChunkedBody(t *testing.T) {
+	const head = "POST /demo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+	for _, tc := range []struct {
+		name, req string
+		cut       bool // the client closes its side once it sent req
+	}{
+		{"a chunk size that is no number", head + "Transfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n", false},
+		{"a chunk longer than its size", head + "Transfer-Encoding: chunked\r\n\r\n3\r\nhello\r\n0\r\n\r\n", false},
+		{"chunks cut short", head + "Transfer-Encoding: chunked\r\n\r\n5\r\nhel", true},
+		{"a body shorter than its length", head + "Content-Length: 10\r\n\r\nhel", true},
+	} {
+		for _, model := range []harness.Model{harness.Single, harness.Pool} {
+			t.Run(tc.name+"/"+string(model), func(t *testing.T) {
+				var log syncbuf.Buffer
+				h, err := harness.Start(harness.Config{Model: model, Workers: 2, App: app(t, harness.Memory), Stderr: &log})
+				require.NoError(t, err)
+				closed := false
+				t.Cleanup(func() {
+					if !closed {
+						h.Close()
+					}
+				})
+				addr := strings.TrimPrefix(strings.TrimSuffix(h.URL, "/demo"), "http://")
+				code, _, body := roundTrip(t, addr, tc.req, tc.cut)
+				assert.Equal(t, http.StatusBadRequest, code, "status; body %q", body)
+				assert.Equal(t, http.StatusOK, post(t, http.DefaultClient, h.URL), "a well-formed request after it")
+				served, failed := h.Passed()
+				assert.Equal(t, [2]int64{1, 0}, [2]int64{served, failed}, "requests passed to a worker, and failed")
+				closed = true
+				require.NoError(t, h.Close())
+				assert.Equal(t, int64(1), h.Tally().Served, "requests the workers served")
+				assert.NotContains(t, log.String(), "front: worker", "the front's log")
+			})
+		}
+	}
 }
