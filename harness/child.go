@@ -82,6 +82,10 @@ type App struct {
 	// FrontToken, set by the host for its workers, is the secret with
 	// which their front vouches for the client address it passes on.
 	FrontToken string
+	// Breaker, set by the host for its children when their store answers
+	// pings, is the state of the breaker the host watches (package
+	// breaker): each process's store stands behind it.
+	Breaker string
 	// Wrap, if set, is "name:argument": every process puts its store
 	// inside the wrapper registered as name (RegisterWrap) — the recorder
 	// of package linearizability.

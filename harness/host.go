@@ -97,6 +97,7 @@ type Host struct {
 	cgiErrs *syncbuf.Buffer
 	cgiCap  *procCap // cgi's front, nil for the others
 	bodies  *bodies  // what every front does first: read the body
+	unwatch func()   // stops the store's breaker (watch.go)
 }
 
 // Start starts the model's processes and its front. Close stops them.
@@ -115,8 +116,13 @@ func Start(cfg Config) (*Host, error) {
 		}
 	}
 	h := &Host{cfg: cfg, client: client}
+	if h.unwatch, err = h.watchStore(); err != nil {
+		ln.Close()
+		return nil, err
+	}
 	front, err := h.start()
 	if err != nil {
+		h.unwatch()
 		ln.Close()
 		return nil, err
 	}
@@ -243,9 +249,11 @@ func (h *Host) Close() error {
 		h.cgiCap.report() // the refusals of the last second
 	}
 	if h.pool == nil {
+		h.unwatch()
 		return err
 	}
 	tally, werr := h.pool.stop()
+	h.unwatch()
 	h.tally = tally
 	err = errors.Join(err, werr)
 	// A request whose answer the front did not get may or may not have

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/breaker"
 	brokeninmemory "github.com/ratelab/ratelab/broken_inmemory"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/internal/choices"
@@ -158,9 +159,18 @@ func (a App) newStore(logger *slog.Logger) (procStore, error) {
 	if err != nil {
 		return procStore{}, err
 	}
-	s, closer, err := k.Open(a, logger)
+	raw, closer, err := k.Open(a, logger)
 	if err != nil {
 		return procStore{}, err
+	}
+	s := raw
+	if a.Breaker != "" {
+		b, err := breaker.Open(a.Breaker)
+		if err != nil {
+			closer.Close()
+			return procStore{}, fmt.Errorf("harness: %w", err)
+		}
+		s, closer = breaker.Wrap(raw, b), closers{closer, b}
 	}
 	var local ratelab.Store
 	if a.FailPolicy == ratelab.FailLocal {
@@ -171,7 +181,18 @@ func (a App) newStore(logger *slog.Logger) (procStore, error) {
 		closer.Close()
 		return procStore{}, err
 	}
-	return procStore{Store: safe, Closer: closer, raw: s, kind: k}, nil
+	return procStore{Store: safe, Closer: closer, raw: raw, kind: k}, nil
+}
+
+// closers closes each of its closers, in order.
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
 }
 
 var wrappers = struct {

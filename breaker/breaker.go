@@ -1,0 +1,182 @@
+// Package breaker tells every process of a host at once that their shared
+// store has stopped answering, so that each request is decided by the
+// fail policy straight away instead of waiting out the store's timeout.
+//
+// A store that hangs — its server stopped, its host cut off — does not
+// refuse a hit: it never answers, and the hit waits its whole timeout.
+// A store too busy to answer in time looks the same to a hit, and sending
+// fast makes it: that is load, not an outage, and ratelab.WithFailPolicy
+// refuses such a hit (ratelab.ErrBusy) under every policy but fail-local.
+// So a hit cannot judge the store; one watcher does, from outside the
+// traffic: [Breaker.Watch] pings the store every Every on a connection of
+// its own, already open — no listen queue, no pool, no row lock in the
+// way — and opens the breaker after Trips pings in a row went unanswered
+// within Timeout; the first ping answered closes it. Under
+// [Wrap], a hit while the breaker is open is an error wrapping ErrDown,
+// at once; a hit that ran out of time while it opened is one too, not
+// ErrBusy: the policy decides both (gobreaker's closed and open states;
+// its half-open state is the watcher's next ping, which risks no hit).
+//
+// The state is one byte in a file the watcher writes and every process
+// of the host reads at each hit (Open), or in memory for the processes
+// that watch their own store (New). A Breaker is safe for concurrent use.
+package breaker
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/ratelab/ratelab"
+)
+
+// ErrDown is wrapped by the error of a hit the breaker decided: the store
+// does not answer. It wraps ratelab.ErrUnavailable, not ratelab.ErrBusy,
+// so the fail policy decides the hit.
+var ErrDown = fmt.Errorf("%w: the store does not answer (breaker open)", ratelab.ErrUnavailable)
+
+// Breaker says whether the store is known down.
+type Breaker struct {
+	file  *os.File // the shared state, or nil: in memory
+	write bool     // this process is the watcher of file
+	down  atomic.Bool
+}
+
+// New returns a breaker in this process's memory, closed.
+func New() *Breaker { return &Breaker{} }
+
+// Create makes the shared state at path — a new file, mode 0600, in a
+// directory only this account can write — closed, for this process to
+// watch.
+func Create(path string) (*Breaker, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|noFollow, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("breaker: %w", err)
+	}
+	b := &Breaker{file: f, write: true}
+	if err := b.set(false); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// Open opens the shared state at path, which another process watches, to
+// read it.
+func Open(path string) (*Breaker, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
+	if err != nil {
+		return nil, fmt.Errorf("breaker: %w", err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() != 1 {
+		f.Close()
+		return nil, fmt.Errorf("breaker: %s is not a breaker's state", path)
+	}
+	return &Breaker{file: f}, nil
+}
+
+// Close closes the shared state's file.
+func (b *Breaker) Close() error {
+	if b.file == nil {
+		return nil
+	}
+	return b.file.Close()
+}
+
+// Down reports whether the breaker is open. A state it cannot read is
+// closed: the hits go to the store, which answers for itself.
+func (b *Breaker) Down() bool {
+	if b.file == nil || b.write {
+		return b.down.Load()
+	}
+	var buf [1]byte
+	n, err := b.file.ReadAt(buf[:], 0)
+	return (err == nil || errors.Is(err, io.EOF)) && n == 1 && buf[0] == '1'
+}
+
+// set opens (down) or closes the breaker.
+func (b *Breaker) set(down bool) error {
+	b.down.Store(down)
+	if b.file == nil {
+		return nil
+	}
+	state := []byte{'0'}
+	if down {
+		state[0] = '1'
+	}
+	if _, err := b.file.WriteAt(state, 0); err != nil {
+		return fmt.Errorf("breaker: %w", err)
+	}
+	return nil
+}
+
+// Watch says how to watch a store.
+type Watch struct {
+	// Ping asks the store for a sign of life on a connection kept open.
+	Ping func(ctx context.Context) error
+	// Every is the time between pings; 0 means 200 ms.
+	Every time.Duration
+	// Timeout is how long a ping may take; 0 means 1 s.
+	Timeout time.Duration
+	// Trips is how many pings in a row must go unanswered to open the
+	// breaker; 0 means 2.
+	Trips int
+	// Log receives a line when the breaker opens and when it closes; nil
+	// means slog.Default().
+	Log *slog.Logger
+}
+
+// Watch pings the store until ctx ends, opening and closing the breaker.
+func (b *Breaker) Watch(ctx context.Context, w Watch) {
+	every := cmp.Or(max(w.Every, 0), 200*time.Millisecond)
+	timeout := cmp.Or(max(w.Timeout, 0), time.Second)
+	trips := cmp.Or(max(w.Trips, 0), 2)
+	log := cmp.Or(w.Log, slog.Default())
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for failed := 0; ; {
+		pctx, cancel := context.WithTimeout(ctx, timeout)
+		err := w.Ping(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		failed = b.judge(err, failed, trips, log)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// judge opens or closes the breaker after a ping that failed with err (or
+// answered, nil), the failed-th in a row before it, and returns how many
+// have failed in a row now.
+func (b *Breaker) judge(err error, failed, trips int, log *slog.Logger) int {
+	if err == nil {
+		if b.down.Load() {
+			if serr := b.set(false); serr != nil {
+				log.Error("breaker: the store answers again, and the breaker cannot say so", "err", serr)
+			} else {
+				log.Warn("breaker: the store answers again: breaker closed, hits go to the store")
+			}
+		}
+		return 0
+	}
+	failed++
+	if failed == trips && !b.down.Load() {
+		if serr := b.set(true); serr != nil {
+			log.Error("breaker: the store does not answer, and the breaker cannot say so", "err", serr)
+		} else {
+			log.Error("breaker: the store does not answer: breaker open, every hit decided by the fail policy", "pings", failed, "err", err)
+		}
+	}
+	return failed
+}
