@@ -11,6 +11,7 @@ import (
 	"github.com/ratelab/ratelab/harness"
 	mysqlstore "github.com/ratelab/ratelab/mysql_store"
 	postgresstore "github.com/ratelab/ratelab/postgres_store"
+	"github.com/ratelab/ratelab/sql_store"
 )
 
 // The harness's kinds of the database stores: every process on every host
@@ -74,7 +75,7 @@ func needServer(kind harness.StoreKind, flag string) func(harness.App) error {
 type database interface {
 	CheckServer(ctx context.Context) error
 	HasTables(ctx context.Context) (bool, error)
-	Connections(ctx context.Context) (int, error)
+	Usage(ctx context.Context) (sqlstore.Usage, error)
 	Clear(ctx context.Context) error
 }
 
@@ -91,17 +92,19 @@ func prepare(ctx context.Context, s ratelab.Store) error {
 }
 
 // CheckDatabase connects the mysql or postgres store of a to its
-// database, creates its tables if they are missing, and returns how many
-// client connections the server accepts. Refused settings or a bad DSN
-// wrap harness.ErrConfig.
-func CheckDatabase(ctx context.Context, a harness.App) (connections int, err error) {
+// database, creates its tables if they are missing, and returns what the
+// server says of its client connections, read in the same session: how
+// many it accepts, and how many are open besides that session (unread if
+// the server will not tell, which is no error). Refused settings or a
+// bad DSN wrap harness.ErrConfig.
+func CheckDatabase(ctx context.Context, a harness.App) (u sqlstore.Usage, err error) {
 	err = withDatabase(a, func(s database) (err error) {
 		if err = prepare(ctx, s.(ratelab.Store)); err == nil {
-			connections, err = s.Connections(ctx)
+			u, err = s.Usage(ctx)
 		}
 		return err
 	})
-	return connections, err
+	return u, err
 }
 
 // HasTables reports whether the database of a's mysql or postgres store

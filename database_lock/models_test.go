@@ -52,10 +52,10 @@ func TestLoadIsNotAnOutage(t *testing.T) {
 					a := harness.App{Store: kind, Server: dsn, Algorithm: c.alg, Prefix: fmt.Sprintf("load_%s_%d_%s_", c.model, c.workers, c.alg)}
 					if c.model == harness.Pool { // each worker its share of the server's connections, as serve gives it
 						ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-						usable, err := databaselock.CheckDatabase(ctx, a)
+						use, err := databaselock.CheckDatabase(ctx, a)
 						cancel()
 						require.NoError(t, err)
-						a.Conns, err = sqlstore.ConnBudget(usable, c.workers)
+						a.Conns, err = sqlstore.ConnBudget(use.Usable(), c.workers)
 						require.NoError(t, err)
 					}
 					flood.Check(t, a, c.model, c.workers, exe)

@@ -82,6 +82,34 @@ type Config struct {
 	CGIProcs int
 }
 
+// StoreProcs returns how many processes of cfg's model hold a store at
+// once: one under single, Workers under pool, twice as many under
+// two-hosts (a pool per host), and under cgi the programs the front runs
+// at once (CGIProcs, 0 meaning DefaultCGIProcs). The front holds none, and
+// a worker that dies is replaced only once it has exited.
+func (cfg Config) StoreProcs() int {
+	switch cfg.Model {
+	case Pool:
+		return cfg.Workers
+	case TwoHosts:
+		return 2 * cfg.Workers
+	case CGI:
+		return cmp.Or(cfg.CGIProcs, DefaultCGIProcs)
+	}
+	return 1
+}
+
+// ConnBudget returns how many connections to its store's server the
+// processes of cfg open at most at once — the instance's connection
+// budget: StoreProcs × App.Conns, def where App.Conns is 0, and under cgi
+// one per program (ServeCGI opens one).
+func (cfg Config) ConnBudget(def int) int {
+	if cfg.Model == CGI {
+		return cfg.StoreProcs()
+	}
+	return cfg.StoreProcs() * cmp.Or(cfg.App.Conns, def)
+}
+
 // Host is a running execution model: a front on a loopback address and
 // the processes behind it.
 type Host struct {

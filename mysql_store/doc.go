@@ -66,7 +66,8 @@
 // maxConns) within its timeout, and a server that turns a connection away
 // for want of free ones (error 1040 or 1203) is tried again after a short,
 // randomised pause: it is busy, not gone. Connections tells how many the
-// server accepts, to share out among the processes that use it.
+// server accepts, to share out among the processes that use it, and Usage
+// also how many are open.
 //
 // # The other algorithms take a row lock
 //

@@ -198,12 +198,27 @@ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (?, ?)`, s.base.Prefix+"fixed"
 // Connections returns how many client connections the server accepts in
 // all: max_connections, or the user's max_user_connections if lower.
 func (s *Store) Connections(ctx context.Context) (int, error) {
-	var all, user int
-	if err := s.db.QueryRowContext(ctx, "SELECT @@max_connections, @@max_user_connections").Scan(&all, &user); err != nil {
-		return 0, fmt.Errorf("mysqlstore: read max_connections: %w", err)
+	u, err := s.Usage(ctx)
+	return u.Usable(), err
+}
+
+// Usage reads what Connections reads, and how many client connections
+// are open besides this session: Threads_connected less one. That counts
+// every connection, the one MariaDB lets an account with SUPER (or
+// CONNECTION ADMIN, from 10.5) open beyond max_connections included. A
+// server that will not tell that count leaves it unread (Usage.Unread),
+// which is no error.
+func (s *Store) Usage(ctx context.Context) (sqlstore.Usage, error) {
+	var u sqlstore.Usage
+	if err := s.db.QueryRowContext(ctx, "SELECT @@max_connections, @@max_user_connections").Scan(&u.Max, &u.UserMax); err != nil {
+		return u, fmt.Errorf("mysqlstore: read max_connections: %w", err)
 	}
-	if user > 0 {
-		all = min(all, user)
+	var name string
+	var open int
+	if err := s.db.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Threads_connected'").Scan(&name, &open); err != nil {
+		u.Unread = fmt.Errorf("mysqlstore: read Threads_connected: %w", err)
+		return u, nil
 	}
-	return all, nil
+	u.InUse = max(open-1, 0)
+	return u, nil
 }

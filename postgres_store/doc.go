@@ -38,7 +38,7 @@
 // randomised pause: it is busy, not gone. A server on loopback or a Unix
 // socket is reached without a TLS attempt first. Connections tells how
 // many connections the server accepts, to share out among the processes
-// that use it.
+// that use it, and Usage also how many are open.
 //
 // # The other algorithms take a row lock
 //

@@ -160,12 +160,31 @@ func (s *Store) tables(ctx context.Context) (n int, err error) {
 // from users without special roles: max_connections less the slots
 // reserved for superusers (and, from PostgreSQL 16, reserved_connections).
 func (s *Store) Connections(ctx context.Context) (int, error) {
-	var n int
-	err := s.pool.QueryRow(ctx, `SELECT current_setting('max_connections')::int
-  - current_setting('superuser_reserved_connections')::int
-  - coalesce(current_setting('reserved_connections', true), '0')::int`).Scan(&n)
+	u, err := s.Usage(ctx)
+	return u.Usable(), err
+}
+
+// Usage reads what Connections reads, and how many client backends are
+// open besides this session, in pg_stat_activity. A role without
+// pg_read_all_stats sees no other role's backend_type: such a row counts
+// as a client if it has a database and a user, as a client's has and
+// the server's own processes' (autovacuum, the checkpointer) have not,
+// so a parallel worker or a replication sender may count too: it errs
+// towards more. A server that will not tell leaves the count unread
+// (Usage.Unread), which is no error.
+func (s *Store) Usage(ctx context.Context) (sqlstore.Usage, error) {
+	var u sqlstore.Usage
+	err := s.pool.QueryRow(ctx, `SELECT current_setting('max_connections')::int,
+  current_setting('superuser_reserved_connections')::int
+  + coalesce(current_setting('reserved_connections', true), '0')::int`).Scan(&u.Max, &u.Reserved)
 	if err != nil {
-		return 0, fmt.Errorf("postgresstore: read max_connections: %w", err)
+		return u, fmt.Errorf("postgresstore: read max_connections: %w", err)
 	}
-	return n, nil
+	err = s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+WHERE pid <> pg_backend_pid() AND datid IS NOT NULL AND usesysid IS NOT NULL
+  AND coalesce(backend_type, 'client backend') = 'client backend'`).Scan(&u.InUse)
+	if err != nil {
+		u.Unread = fmt.Errorf("postgresstore: read pg_stat_activity: %w", err)
+	}
+	return u, nil
 }

@@ -217,6 +217,16 @@ func forTest(t TB, start func() (*Server, error)) *Server {
 	return s
 }
 
+// ForTest starts a server with start and args for t, and stops it when t
+// ends, as MariaDBForTest and PostgresForTest do without args: for a test
+// that needs a setting of its own (a small max_connections). Without the
+// server's binaries the test is skipped with one line saying how to
+// install them.
+func ForTest(t TB, start func(args ...string) (*Server, error), args ...string) *Server {
+	t.Helper()
+	return forTest(t, func() (*Server, error) { return start(args...) })
+}
+
 // Main is a TestMain for a package whose tests share one private server:
 // it starts one with start, sets *srv (nil where the server is not
 // installed, or the tests run with -short: the tests then skip), runs the

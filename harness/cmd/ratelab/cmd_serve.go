@@ -23,7 +23,6 @@ import (
 	"github.com/ratelab/ratelab/internal/claim"
 	"github.com/ratelab/ratelab/internal/redact"
 	redisstore "github.com/ratelab/ratelab/redis_store"
-	"github.com/ratelab/ratelab/sql_store"
 )
 
 func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
@@ -243,7 +242,7 @@ func cmdCGI(args []string, stdout, stderr io.Writer) (int, error) {
 // back. A Redis that refuses writes or may evict keys is refused too, the
 // latter unless allowEviction. A database's tables are created here, and
 // its connections shared out: checkServe returns how many each worker may
-// open.
+// open, and warns when those already open on the server leave too few.
 func checkServe(cfg harness.Config, allowEviction bool, stderr io.Writer) (conns int, err error) {
 	if cfg.Workers > harness.MaxWorkers {
 		return 0, usagef("-workers %d: at most %d", cfg.Workers, harness.MaxWorkers)
@@ -311,38 +310,4 @@ func checkEviction(ctx context.Context, c redis.Cmdable, shown string, allowEvic
 		fmt.Fprintf(stderr, "ratelab serve: warning: redis at %s: %v\n", shown, err)
 	}
 	return nil
-}
-
-// checkDatabase creates the tables of the database store of cfg and
-// shares its connections out among the processes of its model: a pool's
-// workers (twice as many for two hosts), one process for single, and for
-// cgi the programs the front runs at once, each of which opens one.
-func checkDatabase(cfg harness.Config, stderr io.Writer) (int, error) {
-	app := cfg.App
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	usable, err := databaselock.CheckDatabase(ctx, app)
-	switch {
-	case errors.Is(err, harness.ErrConfig):
-		return 0, usagef("-%s: %v", app.Store, strings.TrimPrefix(err.Error(), "harness: configuration error: "))
-	case sqlstore.Load(err):
-		fmt.Fprintf(stderr, "ratelab serve: warning: the %s database is too busy to answer (%v); until it answers, a hit waits its turn and is refused as busy (503) if its time runs out, or decided in the process under -fail local\n", app.Store, err)
-		return 0, nil
-	case err != nil:
-		fmt.Fprintf(stderr, "ratelab serve: warning: the %s database is unreachable (%v); until it is back every hit fails %s\n", app.Store, err, app.FailPolicy)
-		return 0, nil
-	}
-	procs := map[harness.Model]int{harness.Single: 1, harness.Pool: cfg.Workers, harness.TwoHosts: 2 * cfg.Workers, harness.CGI: cfg.CGIProcs}[cfg.Model]
-	conns, err := sqlstore.ConnBudget(usable, procs)
-	switch {
-	case err != nil && cfg.Model == harness.CGI:
-		return 0, usagef("-cgi-procs %d: %v", cfg.CGIProcs, err)
-	case err != nil:
-		return 0, usagef("-workers %d: %v", cfg.Workers, err)
-	case cfg.Model == harness.CGI:
-		fmt.Fprintf(stderr, "%s accepts %d connections; under cgi at most %d programs at once, one each\n", app.Store, usable, procs)
-		return 1, nil
-	}
-	fmt.Fprintf(stderr, "%s accepts %d connections; %d processes × %d each, a quarter kept for other clients\n", app.Store, usable, procs, conns)
-	return conns, nil
 }

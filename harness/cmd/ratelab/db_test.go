@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/ratelab/ratelab"
 	databaselock "github.com/ratelab/ratelab/database_lock"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/internal/poll"
 	"github.com/ratelab/ratelab/lab/sqlserver"
 	"github.com/ratelab/ratelab/lab/storetest"
 	mysqlstore "github.com/ratelab/ratelab/mysql_store"
@@ -175,6 +178,53 @@ func TestServeSharesTheDatabasesConnections(t *testing.T) {
 	assert.Empty(t, url)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr.String(), "-cgi-procs 80: 80 processes need a connection each, and the server accepts 97")
+}
+
+// #44 item 9, end to end: two serve instances on one MariaDB took more
+// connections than it had. serve reads the connections open on its
+// database before it prints its URL, and warns, in one line, when they
+// and its workers' (2 × 7 on a MariaDB that accepts 20) are more than
+// the server accepts; started beside nothing but an idle serve, it says
+// nothing.
+func TestServeWarnsWhenTheDatabaseMayRunOutOfConnections(t *testing.T) {
+	srv := sqlserver.ForTest(t, sqlserver.StartMariaDB, "--max-connections=20")
+	serve := func() string {
+		url, code, stderr := startServe(t, "", "-model", "pool", "-workers", "2", "-store", "mysql", "-mysql", srv.DSN, "-addr", "127.0.0.1:0")
+		require.NotEmpty(t, url, "serve exited %d: %s", code, stderr)
+		require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "serving model=pool") }, 10*time.Second, time.Millisecond,
+			"the banner, written last: %s", stderr)
+		return stderr.String()
+	}
+	out := serve()
+	assert.Contains(t, out, "mysql accepts 20 connections; 2 processes × 7 each")
+	assert.NotContains(t, out, "level=WARN")
+
+	ctx := context.Background()
+	db, err := sql.Open("mysql", srv.DSN)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	db.SetMaxIdleConns(12)
+	var held []*sql.Conn
+	for range 12 {
+		c, err := db.Conn(ctx)
+		require.NoError(t, err)
+		require.NoError(t, c.PingContext(ctx))
+		held = append(held, c)
+	}
+	require.NoError(t, poll.Until(10*time.Second, 20*time.Millisecond, func() error {
+		var name string
+		var n int
+		err := held[0].QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Threads_connected'").Scan(&name, &n)
+		if err == nil && n != len(held) { // the first serve's check may not have ended yet
+			err = fmt.Errorf("the server counts %d connections, %d held", n, len(held))
+		}
+		return err
+	}))
+	out = serve()
+	assert.Equal(t, 1, strings.Count(out, "level=WARN"), out)
+	assert.Contains(t, out, "store=mysql open=12 budget=14 accepts=20 max_connections=20")
+	assert.Contains(t, out, "lower -workers")
+	assert.NotContains(t, out, sqlserver.Password)
 }
 
 // A database that takes connections and never answers is load, not an
