@@ -37,13 +37,13 @@ type connsCase struct {
 
 var connsCases = []connsCase{
 	{databaselock.MySQL, sqlserver.StartMariaDB, []string{"--max-connections=20"}, 12,
-		harness.Config{Model: harness.Pool, Workers: 2, App: harness.App{Conns: 5}}, // 12 + 10 > 20
-		harness.Config{Model: harness.Pool, Workers: 2, App: harness.App{Conns: 4}}, // 12 + 8 = 20
-		[]string{"level=WARN", "store=mysql open=12 budget=10 accepts=20 max_connections=20", "lower -workers"}},
+		harness.Config{Model: harness.Pool, Workers: 2, App: harness.App{Conns: 5}}, // 12 + 11 > 20
+		harness.Config{Model: harness.Pool, Workers: 1, App: harness.App{Conns: 7}}, // 12 + 8 = 20
+		[]string{"level=WARN", "store=mysql open=12 budget=11 accepts=20 max_connections=20", "lower -workers"}},
 	{databaselock.Postgres, sqlserver.StartPostgres, []string{"-c", "max_connections=20"}, 10,
-		harness.Config{Model: harness.CGI, CGIProcs: 8}, // 10 + 8 > 20 - 3
-		harness.Config{Model: harness.CGI, CGIProcs: 7}, // 10 + 7 = 17
-		[]string{"level=WARN", "store=postgres open=10 budget=8 accepts=17 max_connections=20 reserved=3", "lower -cgi-procs"}},
+		harness.Config{Model: harness.CGI, CGIProcs: 8}, // 10 + 9 > 20 - 3
+		harness.Config{Model: harness.CGI, CGIProcs: 6}, // 10 + 7 = 17
+		[]string{"level=WARN", "store=postgres open=10 budget=9 accepts=17 max_connections=20 reserved=3", "lower -cgi-procs"}},
 }
 
 // The finding (#44 item 9): two serve instances with -workers 11 each on

@@ -28,7 +28,8 @@ var ErrNotCGI = errors.New("not under a CGI server (GATEWAY_INTERFACE is unset):
 //
 // a was checked where it entered the process (App.Check), and is not
 // checked again. Every process prepares the store as serve does once at
-// start: a database store's tables are created if they are missing. A
+// start — a database store's tables are created if they are missing —
+// unless its host's breaker says the server does not answer. A
 // configuration error (an unusable state directory, a database that
 // refuses the credentials) is answered 500 with a body that
 // names no detail, and a one-line reason goes to stderr, which the web
@@ -46,9 +47,11 @@ func ServeCGI(a CheckedApp, stderr io.Writer) error {
 		return CGIError(err, stderr)
 	}
 	defer store.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), prepareWait)
-	err = store.prepare(ctx)
-	cancel()
+	if !store.down() { // the host's breaker: the server does not answer
+		ctx, cancel := context.WithTimeout(context.Background(), prepareWait)
+		err = store.prepare(ctx)
+		cancel()
+	}
 	var ne net.Error
 	switch {
 	case errors.Is(err, ErrConfig):

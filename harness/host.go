@@ -102,12 +102,13 @@ func (cfg Config) StoreProcs() int {
 // ConnBudget returns how many connections to its store's server the
 // processes of cfg open at most at once — the instance's connection
 // budget: StoreProcs × App.Conns, def where App.Conns is 0, and under cgi
-// one per program (ServeCGI opens one).
+// one per program (ServeCGI opens one); plus the one the front's breaker
+// watcher pings on (watch.go).
 func (cfg Config) ConnBudget(def int) int {
 	if cfg.Model == CGI {
-		return cfg.StoreProcs()
+		return cfg.StoreProcs() + 1
 	}
-	return cfg.StoreProcs() * cmp.Or(cfg.App.Conns, def)
+	return cfg.StoreProcs()*cmp.Or(cfg.App.Conns, def) + 1
 }
 
 // Host is a running execution model: a front on a loopback address and

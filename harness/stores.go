@@ -140,7 +140,11 @@ type procStore struct {
 	io.Closer
 	raw  ratelab.Store
 	kind Kind
+	brk  *breaker.Breaker // the host's, or nil
 }
+
+// down reports whether the host's breaker says the store does not answer.
+func (p procStore) down() bool { return p.brk != nil && p.brk.Down() }
 
 // prepare runs the kind's Prepare, if it has one.
 func (p procStore) prepare(ctx context.Context) error {
@@ -163,14 +167,13 @@ func (a App) newStore(logger *slog.Logger) (procStore, error) {
 	if err != nil {
 		return procStore{}, err
 	}
-	s := raw
+	s, brk := raw, (*breaker.Breaker)(nil)
 	if a.Breaker != "" {
-		b, err := breaker.Open(a.Breaker)
-		if err != nil {
+		if brk, err = breaker.Open(a.Breaker); err != nil {
 			closer.Close()
 			return procStore{}, fmt.Errorf("harness: %w", err)
 		}
-		s, closer = breaker.Wrap(raw, b), closers{closer, b}
+		s, closer = breaker.Wrap(raw, brk), closers{closer, brk}
 	}
 	var local ratelab.Store
 	if a.FailPolicy == ratelab.FailLocal {
@@ -181,7 +184,7 @@ func (a App) newStore(logger *slog.Logger) (procStore, error) {
 		closer.Close()
 		return procStore{}, err
 	}
-	return procStore{Store: safe, Closer: closer, raw: raw, kind: k}, nil
+	return procStore{Store: safe, Closer: closer, raw: raw, kind: k, brk: brk}, nil
 }
 
 // closers closes each of its closers, in order.
