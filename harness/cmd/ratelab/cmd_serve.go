@@ -150,8 +150,9 @@ func serveApp(f *flags, appOf func() (harness.App, error)) (app harness.App, cle
 // a file store's directory is serve's own, removed when it stops.
 func serve(cfg harness.Config, scratch bool, stdout, stderr io.Writer) (int, error) {
 	// Listen for the signals before the URL is out: a script may send one
-	// the moment it reads it.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// the moment it reads it. SIGHUP is the terminal closing: serve stops
+	// as cleanly as on Ctrl-C, removing what it made.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	h, err := harness.Start(cfg)
 	if err != nil {

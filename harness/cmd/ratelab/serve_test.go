@@ -357,8 +357,10 @@ func TestServesHintReachesWhatItSays(t *testing.T) {
 }
 
 // serve's state directory, when it makes its own (no -dir), is removed
-// when it stops, and its banner says so; a -dir given is the user's, kept,
-// and the banner says nothing of removing it.
+// when it stops — interrupted, or hung up as when its terminal closes (the
+// attacker's finding: SIGHUP left it behind) — and its banner says so; a
+// -dir given is the user's, kept, and the banner says nothing of removing
+// it.
 func TestServeSaysWhichStateDirectoryItRemoves(t *testing.T) {
 	given := filepath.Join(t.TempDir(), "state")
 	require.NoError(t, os.Mkdir(given, 0o700))
@@ -366,9 +368,11 @@ func TestServeSaysWhichStateDirectoryItRemoves(t *testing.T) {
 		name    string
 		args    []string
 		removed bool
+		sig     syscall.Signal
 	}{
-		{"its own", nil, true},
-		{"given", []string{"-dir", given}, false},
+		{"its own", nil, true, syscall.SIGINT},
+		{"its own, hung up", nil, true, syscall.SIGHUP},
+		{"given", []string{"-dir", given}, false, syscall.SIGINT},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			exe, err := os.Executable()
@@ -389,7 +393,7 @@ func TestServeSaysWhichStateDirectoryItRemoves(t *testing.T) {
 			assert.Equal(t, tc.removed, strings.Contains(note, "(removed when serve stops)"), "banner %q", line)
 			assert.DirExists(t, dir, "while serve runs")
 
-			require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+			require.NoError(t, cmd.Process.Signal(tc.sig))
 			io.Copy(io.Discard, out) // to its end: serve and its processes have exited
 			require.NoError(t, cmd.Wait())
 			if tc.removed {
