@@ -26,6 +26,7 @@ type Figures struct {
 	Recovery    time.Duration // from the store's waking to the first request counted again
 }
 
+// String says the figures in a sentence, for the test's log.
 func (f Figures) String() string {
 	return fmt.Sprintf("first let through at once %v after the hang; %.0f requests answered a second while hung; counted again %v after the wake",
 		f.FirstAtOnce.Round(10*time.Millisecond), f.PerSecond, f.Recovery.Round(10*time.Millisecond))

@@ -227,10 +227,12 @@ func TestServeWarnsWhenTheDatabaseMayRunOutOfConnections(t *testing.T) {
 	assert.NotContains(t, out, sqlserver.Password)
 }
 
-// A database that takes connections and never answers is load, not an
-// outage: serve warns that it does not answer and that hits are refused
-// as busy — the warning said "every hit fails open" (an attacker's
-// finding) — and a hit under the default policy is answered 503.
+// A database that takes connections and never answers: serve warns at
+// start that it does not answer and that a hit that runs out of time is
+// refused as busy — the warning said "every hit fails open" (an
+// attacker's finding) — and once its front's breaker has seen the pings
+// go unanswered and opened, a hit is decided by the default policy at
+// once: let through, uncounted (#44 item 7).
 func TestServeSaysASilentDatabaseRefusesHits(t *testing.T) {
 	addr := storetest.SilentServer(t)
 	for _, db := range []struct{ store, flag, dsn string }{
@@ -242,10 +244,13 @@ func TestServeSaysASilentDatabaseRefusesHits(t *testing.T) {
 			require.NotEmpty(t, url, "serve exited %d: %s", code, stderr)
 			assert.Contains(t, stderr.String(), "too busy to answer")
 			assert.Contains(t, stderr.String(), "refused as busy (503)")
+			require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "breaker open") }, 30*time.Second, 10*time.Millisecond,
+				"the front's breaker opens: %s", stderr)
 			resp, err := (&http.Client{Timeout: 10 * time.Second}).Post(url, "", nil)
 			require.NoError(t, err)
 			resp.Body.Close()
-			assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+			assert.Equal(t, http.StatusOK, resp.StatusCode, "fail-open, the breaker open")
+			assert.Empty(t, resp.Header.Get("RateLimit"), "not counted")
 		})
 	}
 }
