@@ -25,8 +25,7 @@ func TestAHungRedisIsDecidedByThePolicyAtOnce(t *testing.T) {
 	for _, model := range []harness.Model{harness.Pool, harness.CGI} {
 		t.Run(string(model), func(t *testing.T) {
 			srv := redisserver.ForTest(t)
-			pause := func() (func() error, error) { return srv.Thaw, srv.Freeze() }
-			flood.Hung(t, harness.App{Store: beyondonehost.Redis, Server: srv.URL()}, model, 4, exe, pause)
+			flood.Hung(t, harness.App{Store: beyondonehost.Redis, Server: srv.URL()}, model, 4, exe, srv.Pause)
 		})
 	}
 }

@@ -45,13 +45,14 @@ func TestAFrozenRedisCountsTheHitsItNeverAnswered(t *testing.T) {
 	before, err := evalshaCalls(admin.Info(ctx, "commandstats").Val())
 	require.NoError(t, err)
 
-	require.NoError(t, srv.Freeze())
-	t.Cleanup(func() { srv.Thaw() })
+	resume, err := srv.Pause()
+	require.NoError(t, err)
+	t.Cleanup(func() { resume() })
 	for i, s := range stores {
 		_, err := s.TakeAt(ctx, rule, faultKey, now)
 		require.ErrorIs(t, err, ratelab.ErrUnavailable, "worker %d's hit, sent to a frozen Redis", i+1)
 	}
-	require.NoError(t, srv.Thaw())
+	require.NoError(t, resume())
 	require.NoError(t, poll.Until(10*time.Second, 10*time.Millisecond, func() error {
 		calls, err := evalshaCalls(admin.Info(ctx, "commandstats").Val())
 		if err == nil && calls < before+workers {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -67,7 +68,7 @@ func Hung(t *testing.T, a harness.App, model harness.Model, workers int, exe str
 	for range Limit + 5 {
 		codes = append(codes, fresh.post(t, h.URL).code)
 	}
-	want := append(repeat(http.StatusOK, Limit), repeat(http.StatusTooManyRequests, 5)...)
+	want := append(slices.Repeat([]int{http.StatusOK}, Limit), slices.Repeat([]int{http.StatusTooManyRequests}, 5)...)
 	assert.Equal(t, want, codes, "a new client after the wake: exactly %d allowed", Limit)
 	t.Logf("%s, %s: %v", a.Store, model, f)
 	return f
@@ -135,12 +136,4 @@ func (c client) whileHung(t *testing.T, url string) float64 {
 	}
 	wg.Wait()
 	return float64(n) / time.Since(start).Seconds()
-}
-
-func repeat(code, n int) []int {
-	s := make([]int, n)
-	for i := range s {
-		s[i] = code
-	}
-	return s
 }

@@ -244,6 +244,7 @@ func TestServeSaysASilentDatabaseRefusesHits(t *testing.T) {
 			require.NotEmpty(t, url, "serve exited %d: %s", code, stderr)
 			assert.Contains(t, stderr.String(), "too busy to answer")
 			assert.Contains(t, stderr.String(), "refused as busy (503)")
+			assert.Contains(t, stderr.String(), "decided by the fail policy at once")
 			require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "breaker open") }, 30*time.Second, 10*time.Millisecond,
 				"the front's breaker opens: %s", stderr)
 			resp, err := (&http.Client{Timeout: 10 * time.Second}).Post(url, "", nil)

@@ -30,7 +30,7 @@ func checkDatabase(cfg harness.Config, stderr io.Writer) (int, error) {
 	case errors.Is(err, harness.ErrConfig):
 		return 0, usagef("-%s: %v", app.Store, strings.TrimPrefix(err.Error(), "harness: configuration error: "))
 	case sqlstore.Load(err):
-		fmt.Fprintf(stderr, "ratelab serve: warning: the %s database is too busy to answer (%v); until it answers, a hit waits its turn and is refused as busy (503) if its time runs out, or decided in the process under -fail local\n", app.Store, err)
+		fmt.Fprintf(stderr, "ratelab serve: warning: the %s database is too busy to answer (%v); until it answers, a hit waits its turn and is refused as busy (503) if its time runs out, or decided in the process under -fail local; once the front's pings go unanswered too, every hit is decided by the fail policy at once\n", app.Store, err)
 		return 0, nil
 	case err != nil:
 		fmt.Fprintf(stderr, "ratelab serve: warning: the %s database is unreachable (%v); until it is back every hit fails %s\n", app.Store, err, app.FailPolicy)
