@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -29,6 +31,7 @@ func TestWhatPackagesLink(t *testing.T) {
 		{"./broken_inmemory", "net/http"},
 		{"./fixed_filestore", "net/http"},
 		{"./redis_store", "net/http"},
+		{"./harness", "net/http"}, // the lesson's processes take hits over a pipe
 		{"./harness/cmd/ratelab", "testing"},
 		// The stores import the contract and the steps, never a lesson.
 		{"./fixed_filestore", "github.com/ratelab/ratelab/harness"},
@@ -54,7 +57,8 @@ func TestWhatPackagesLink(t *testing.T) {
 // A package may import its own layer and the layers below it, never one
 // above. internal/ holds leaf helpers, which import nothing of the module
 // but each other; the core of the lesson comes next (see core), then the
-// stores that need a server, lab/ — what drives whole stores: private
+// execution models served over HTTP (http_host), the stores that need a
+// server, lab/ — what drives whole stores: private
 // servers, loads, benchmarks, the stores' shared tests — and the advanced
 // lessons, which plug their stores into the harness (harness.Register).
 // Test files may reach up — a store's tests use lab/storetest — so only
@@ -65,6 +69,7 @@ var layers = [][]string{
 	{"broken_inmemory", "httplimit"},
 	{"fixed_filestore"},
 	{"harness", "window_boundary"},
+	{"http_host"}, // the harness's models served over HTTP: the demos, serve
 	{"redis_store", "sql_store"},
 	{"mysql_store", "postgres_store"},
 	{"lab"},
@@ -178,5 +183,35 @@ func TestEveryFileReadsInOneSitting(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTheREADMECountsTheCore holds the README's figure for the core's
+// lines, in both languages, to what corelines counts now.
+func TestTheREADMECountsTheCore(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("the go command is not on PATH")
+	}
+	pkgs, err := corelines.Count(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := corelines.Total(pkgs)
+	for _, page := range []struct{ path, pattern string }{
+		{"README.md", `counts its non-test lines: (\d+) today`},
+		{"docs/ja/README.md", `いまは (\d+) 行で`},
+	} {
+		b, err := os.ReadFile(page.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(page.pattern).FindSubmatch(b)
+		if m == nil {
+			t.Errorf("%s: no %q", page.path, page.pattern)
+			continue
+		}
+		if got := string(m[1]); got != strconv.Itoa(want) {
+			t.Errorf("%s says the core has %s lines; make corelines counts %d", page.path, got, want)
+		}
 	}
 }

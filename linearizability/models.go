@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/ratelab/ratelab"
-	"github.com/ratelab/ratelab/harness"
+	httphost "github.com/ratelab/ratelab/http_host"
 )
 
 // Every process of a harness run whose App.Wrap is wrapName plus ":" and
@@ -21,7 +21,7 @@ import (
 const wrapName = "history"
 
 func init() {
-	harness.RegisterWrap(wrapName, func(arg string, s ratelab.Store) (ratelab.Store, error) {
+	httphost.RegisterWrap(wrapName, func(arg string, s ratelab.Store) (ratelab.Store, error) {
 		n, dir, ok := strings.Cut(arg, ":")
 		faults, err := strconv.Atoi(n)
 		if !ok || err != nil {
@@ -66,13 +66,13 @@ type Answers struct{ OK, Throttled, Failed int }
 // returns the history. A request that gets neither 200 nor 429, or a
 // model that does not stop cleanly, is an error unless processes were
 // told to die; so is a stop token no process took.
-func RecordModel(ctx context.Context, cfg harness.Config, rec Recording, tmp string) (hist History, ans Answers, err error) {
+func RecordModel(ctx context.Context, cfg httphost.Config, rec Recording, tmp string) (hist History, ans Answers, err error) {
 	hist, err = Record(tmp, func(dir string) error {
 		if err := errors.Join(PlantKills(dir, rec.Kills), PlantStops(dir, rec.Stops)); err != nil {
 			return err
 		}
-		cfg.App.Wrap = fmt.Sprintf("%s:%d:%s", wrapName, max(rec.Kills, rec.Stops), dir)
-		h, err := harness.Start(cfg)
+		cfg.Wrap = fmt.Sprintf("%s:%d:%s", wrapName, max(rec.Kills, rec.Stops), dir)
+		h, err := httphost.Start(cfg)
 		if err != nil {
 			return err
 		}
