@@ -18,7 +18,7 @@ import (
 )
 
 // ErrNotCGI is the error of a CGI program run outside a CGI server.
-var ErrNotCGI = errors.New("not under a harness.CGI server (GATEWAY_INTERFACE is unset): " +
+var ErrNotCGI = errors.New("not under a CGI server (GATEWAY_INTERFACE is unset): " +
 	"a web server runs this once per request, from a wrapper script in its cgi-bin")
 
 // ServeCGI serves exactly one request as a CGI program, the way a web

@@ -49,7 +49,7 @@ func (c *procCap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !c.acquire(r) {
 		if r.Context().Err() == nil {
 			w.Header().Set("Retry-After", strconv.Itoa(int(max(c.wait/time.Second, 1))))
-			http.Error(w, "the server runs as many harness.CGI programs as it may; try again later", http.StatusServiceUnavailable)
+			http.Error(w, "the server runs as many CGI programs as it may; try again later", http.StatusServiceUnavailable)
 			c.refuse()
 		}
 		return
@@ -71,7 +71,7 @@ func (c *procCap) refuse() {
 // report writes how many requests were refused since the last report.
 func (c *procCap) report() {
 	if n := c.refused.Swap(0); n > 0 {
-		fmt.Fprintf(c.log, "front: %d request(s) waited %v for one of the %d harness.CGI programs and were answered 503\n", n, c.wait, cap(c.slots))
+		fmt.Fprintf(c.log, "front: %d request(s) waited %v for one of the %d CGI programs and were answered 503\n", n, c.wait, cap(c.slots))
 	}
 }
 
@@ -106,7 +106,7 @@ func (c *procCap) acquire(r *http.Request) bool {
 func refuseNUL(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !envSafe(r) {
-			http.Error(w, "a NUL (%00) has no place in a request to a harness.CGI program", http.StatusBadRequest)
+			http.Error(w, "a NUL (%00) has no place in a request to a CGI program", http.StatusBadRequest)
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -133,7 +133,7 @@ func TestCGIFrontRefusesAfterItsWait(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", body)
 	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
-	assert.Contains(t, logs.String(), "front: 1 request(s) waited 100ms for one of the 1 harness.CGI programs and were answered 503")
+	assert.Contains(t, logs.String(), "front: 1 request(s) waited 100ms for one of the 1 CGI programs and were answered 503")
 	release(t, dir)
 	assert.Equal(t, http.StatusOK, <-first)
 	seen, err := os.ReadFile(filepath.Join(dir, "seen"))
@@ -322,5 +322,5 @@ func TestCGIFrontRefusesANULBeforeAProgram(t *testing.T) {
 			}
 		})
 	}
-	assert.NotContains(t, logs.String(), "CGI error", "the harness.CGI host's log")
+	assert.NotContains(t, logs.String(), "CGI error", "the CGI host's log")
 }

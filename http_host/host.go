@@ -160,7 +160,7 @@ func (cfg *Config) check() error {
 		return fmt.Errorf("httphost: workers %d must be from 1 to %d", cfg.Workers, harness.MaxWorkers)
 	}
 	if cfg.CGIProcs < 0 || cfg.CGIProcs > MaxCGIProcs {
-		return fmt.Errorf("httphost: harness.CGI programs at once %d must be from 1 to %d (0: %d)", cfg.CGIProcs, MaxCGIProcs, DefaultCGIProcs)
+		return fmt.Errorf("httphost: CGI programs at once %d must be from 1 to %d (0: %d)", cfg.CGIProcs, MaxCGIProcs, DefaultCGIProcs)
 	}
 	cfg.CGIProcs = cmp.Or(cfg.CGIProcs, DefaultCGIProcs)
 	if cfg.App.Dir != "" {

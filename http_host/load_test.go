@@ -16,7 +16,7 @@ import (
 // register them, beside the findings it pins there.
 func TestLoadIsNotAnOutage(t *testing.T) {
 	if testing.Short() {
-		t.Skip("floods a pool and harness.CGI with requests; skipped with -short")
+		t.Skip("floods a pool and CGI with requests; skipped with -short")
 	}
 	exe := flood.Binary(t)
 	for _, m := range []harness.Model{harness.Pool, harness.CGI} {
