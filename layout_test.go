@@ -2,6 +2,8 @@ package ratelab_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -10,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ratelab/ratelab/internal/corelines"
@@ -41,12 +44,9 @@ func TestWhatPackagesLink(t *testing.T) {
 		{"./redis_store", "github.com/ratelab/ratelab/internal/barchart"},
 		{"./redis_store", "github.com/ratelab/ratelab/internal/claim"},
 	}
+	deps := depsOf(t)
 	for _, tt := range tests {
-		out, err := exec.Command("go", "list", "-deps", tt.pkg).Output()
-		if err != nil {
-			t.Fatalf("go list -deps %s: %v", tt.pkg, err)
-		}
-		if slices.Contains(strings.Fields(string(out)), tt.mustNot) {
+		if slices.Contains(deps[tt.pkg], tt.mustNot) {
 			t.Errorf("%s links %s", tt.pkg, tt.mustNot)
 		}
 	}
@@ -92,12 +92,9 @@ func TestTheCoreLinksNothingAdvanced(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("the go command is not on PATH")
 	}
+	deps := depsOf(t)
 	for _, pkg := range corelines.Core {
-		out, err := exec.Command("go", "list", "-deps", "./"+pkg).Output()
-		if err != nil {
-			t.Fatalf("go list -deps %s: %v", pkg, err)
-		}
-		for _, dep := range strings.Fields(string(out)) {
+		for _, dep := range deps["./"+pkg] {
 			for _, a := range advanced {
 				if strings.HasPrefix(dep, a) {
 					t.Errorf("the core's %s links %s", pkg, dep)
@@ -105,6 +102,40 @@ func TestTheCoreLinksNothingAdvanced(t *testing.T) {
 			}
 		}
 	}
+}
+
+// modDeps is every package of the module and what it links, from one
+// go list: a go list per package would cost the suite seconds each.
+var modDeps = sync.OnceValues(func() (map[string][]string, error) {
+	out, err := exec.Command("go", "list", "-json=ImportPath,Deps", "./...").Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list: %w", err)
+	}
+	deps := map[string][]string{}
+	for dec := json.NewDecoder(bytes.NewReader(out)); dec.More(); {
+		var p struct {
+			ImportPath string
+			Deps       []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			return nil, err
+		}
+		rel := "./" + strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		deps[strings.TrimSuffix(rel, "/")] = p.Deps
+	}
+	deps["./"] = deps["."]
+	return deps, nil
+})
+
+// depsOf returns what each package of the module links, by its path as
+// go list takes it ("." for the root, "./harness"), or fails t.
+func depsOf(t *testing.T) map[string][]string {
+	t.Helper()
+	deps, err := modDeps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return deps
 }
 
 // layerOf returns the layer of the package at rel, the path below the
