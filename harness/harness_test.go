@@ -108,6 +108,8 @@ func TestRunFailsLoudly(t *testing.T) {
 			App: harness.App{Store: harness.File, Dir: notADir, Limit: 1, Window: time.Hour}}, "not a directory"},
 		{"two hosts", harness.Scenario{Model: harness.TwoHosts, Workers: 1, Requests: 1,
 			App: harness.App{Store: harness.Memory, Limit: 1, Window: time.Hour}}, "two hosts and outages are httphost's"},
+		{"an unknown model", harness.Scenario{Model: "fpm", Requests: 1,
+			App: harness.App{Store: harness.Memory, Limit: 1, Window: time.Hour}}, `unknown model "fpm"`},
 		{"no workers", harness.Scenario{Model: harness.Pool, Requests: 1,
 			App: harness.App{Store: harness.Memory, Limit: 1, Window: time.Hour}}, "workers 0 must be from 1 to 64"},
 		{"a bad rule", harness.Scenario{Model: harness.Single, Requests: 1,

@@ -56,25 +56,24 @@ func Run(s Scenario) (r Result, err error) {
 		return Result{}, err
 	}
 	procs := map[Model]int{Single: 1, Pool: s.Workers}[s.Model]
+	if _, err := ParseModel(string(s.Model)); err != nil {
+		return Result{}, err
+	}
 	switch {
 	case s.Model == TwoHosts || s.Outage:
 		return Result{}, errors.New("harness: Run runs single, pool and cgi with a store that answers; two hosts and outages are httphost's")
 	case s.Model == Pool && (s.Workers < 1 || s.Workers > MaxWorkers):
 		return Result{}, fmt.Errorf("harness: workers %d must be from 1 to %d", s.Workers, MaxWorkers)
 	}
-	var live []*childproc.Proc // none under cgi
+	live, err := startAll(app, procs) // none under cgi
+	if err != nil {
+		return Result{}, err
+	}
 	defer func() {
 		for _, p := range live { // each ends when its stdin closes, and must exit 0
 			err = errors.Join(err, p.Close())
 		}
 	}()
-	for range procs {
-		p, err := startHits(app)
-		if err != nil {
-			return Result{}, err
-		}
-		live = append(live, p)
-	}
 	pids := map[int]bool{}
 	for i := range s.Requests {
 		allowed, pid, err := take(app, live, i)
@@ -112,6 +111,22 @@ func take(app CheckedApp, live []*childproc.Proc, i int) (allowed bool, pid int,
 		err = p.Close() // its one request served, the process ends
 	}
 	return allowed, p.Cmd.Process.Pid, err
+}
+
+// startAll starts n hits children of app, or none.
+func startAll(app CheckedApp, n int) ([]*childproc.Proc, error) {
+	var live []*childproc.Proc
+	for range n {
+		p, err := startHits(app)
+		if err != nil {
+			for _, p := range live {
+				p.Kill()
+			}
+			return nil, err
+		}
+		live = append(live, p)
+	}
+	return live, nil
 }
 
 // startHits starts a hits child of app and waits for its ready line.
