@@ -53,7 +53,7 @@ type Scenario struct {
 
 // !+expect
 
-// Expect predicts how many of the workload's requests a model lets through
+// Expect predicts how many of one client's requests a model lets through
 // with a store, and says why. This is the lesson in one function.
 func Expect(s Scenario) (ok int, why string) {
 	n, limit := s.Requests, s.App.Limit
