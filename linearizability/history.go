@@ -24,6 +24,34 @@ type History struct {
 	Pending   int // calls with no return: killed mid-hit, failed, or not counted
 }
 
+// Span is the time between the earliest and the latest instant the
+// history's hits gave their store.
+func (h History) Span() time.Duration {
+	if len(h.Ops) == 0 {
+		return 0
+	}
+	first, last := h.Ops[0].Input.(input).At, h.Ops[0].Input.(input).At
+	for _, op := range h.Ops {
+		at := op.Input.(input).At
+		first, last = minTime(first, at), maxTime(last, at)
+	}
+	return last.Sub(first)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 // input is what a hit gave its store.
 type input struct {
 	Rule ratelab.Rule // normalized

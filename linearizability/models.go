@@ -22,15 +22,20 @@ const wrapName = "history"
 
 func init() {
 	harness.RegisterWrap(wrapName, func(arg string, s ratelab.Store) (ratelab.Store, error) {
-		n, dir, ok := strings.Cut(arg, ":")
-		faults, err := strconv.Atoi(n)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("linearizability: wrapper argument %q: want FAULTS:DIR", arg)
+		f := strings.SplitN(arg, ":", 3)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("linearizability: wrapper argument %q: want FAULTS:SPEED:DIR", arg)
 		}
-		rec, err := NewRecorder(dir, faults)
+		faults, err := strconv.Atoi(f[0])
+		speed, serr := strconv.ParseInt(f[1], 10, 64)
+		if err != nil || serr != nil || speed < 0 || speed > MaxSpeed {
+			return nil, fmt.Errorf("linearizability: wrapper argument %q: want FAULTS:SPEED:DIR", arg)
+		}
+		rec, err := NewRecorder(f[2], faults)
 		if err != nil {
 			return nil, err
 		}
+		rec.speed = speed
 		return rec.Store(s), nil // its file is closed when the process ends
 	})
 }
@@ -48,6 +53,14 @@ type Recording struct {
 	// middle of a hit (PlantStops), each continued once
 	// the others have answered stopReturns more hits, or after stopHold.
 	Stops int
+	// Speed, if not 0, gives every store the history's own clock instead
+	// of the instant its process read: each hit's instant is its call's
+	// CLOCK_MONOTONIC stamp run Speed times as fast (HistoryClock), so
+	// that a window of a second passes in 1/Speed of one.
+	Speed int64
+	// Gap, if not 0, paces each client: its n-th request (from 0) is sent
+	// no sooner than n × Gap after the load starts.
+	Gap time.Duration
 }
 
 // How long a stopped process stays stopped: until the other processes
@@ -71,7 +84,7 @@ func RecordModel(ctx context.Context, cfg harness.Config, rec Recording, tmp str
 		if err := errors.Join(PlantKills(dir, rec.Kills), PlantStops(dir, rec.Stops)); err != nil {
 			return err
 		}
-		cfg.App.Wrap = fmt.Sprintf("%s:%d:%s", wrapName, max(rec.Kills, rec.Stops), dir)
+		cfg.App.Wrap = fmt.Sprintf("%s:%d:%d:%s", wrapName, max(rec.Kills, rec.Stops), rec.Speed, dir)
 		h, err := harness.Start(cfg)
 		if err != nil {
 			return err
@@ -99,11 +112,13 @@ func sendAll(ctx context.Context, url string, rec Recording) Answers {
 		ans Answers
 		wg  sync.WaitGroup
 	)
+	start := time.Now()
 	for range rec.Clients {
 		wg.Go(func() {
 			client := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
 			defer client.CloseIdleConnections()
-			for range rec.Hits {
+			for n := range rec.Hits {
+				paced(ctx, start.Add(time.Duration(n)*rec.Gap))
 				status := post(ctx, client, url)
 				mu.Lock()
 				switch status {
@@ -135,4 +150,17 @@ func post(ctx context.Context, client *http.Client, url string) int {
 	defer resp.Body.Close()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 	return resp.StatusCode
+}
+
+// paced returns at the instant at, or at once if it has passed or ctx is
+// done.
+func paced(ctx context.Context, at time.Time) {
+	if d := time.Until(at); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
 }

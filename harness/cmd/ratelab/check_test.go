@@ -52,6 +52,7 @@ func TestCheckOneHistory(t *testing.T) {
 		{[]string{"-store", "memory", "-model", "pool", "-html", html}, exitFailure, "not linearizable: 80 operations from 4 processes"},
 		{[]string{"-store", "file", "-model", "cgi", "-algorithm", "log", "-clients", "4", "-hits", "5"}, exitOK, "linearizable: 20 operations from 20 processes"},
 		{[]string{"-counter", "lock-free"}, exitFailure, "not linearizable: 80 operations from 8 processes"},
+		{[]string{"-store", "file", "-model", "single", "-algorithm", "sliding", "-window", "1s", "-speed", "5"}, exitOK, "linearizable: 80 operations from 1 process"},
 	} {
 		code, out, errb := cli(append([]string{"check"}, tt.args...)...)
 		if code != tt.code || !strings.HasPrefix(out, tt.out) {
@@ -78,6 +79,11 @@ func TestCheckUsage(t *testing.T) {
 		{"-counter", "mutex"},
 		{"-html", "x.html"},
 		{"-store", "file", "-algorithm", "leaky"},
+		{"-store", "file", "-window", "1500ms"},
+		{"-store", "file", "-speed", "101"},
+		{"-store", "file", "-speed", "5", "-hits", "7"},
+		{"-counter", "flock", "-speed", "5"},
+		{"-store", "redis", "-fault", "failover", "-window", "1s"},
 	} {
 		if code, _, errb := cli(append([]string{"check"}, args...)...); code != exitUsage {
 			t.Errorf("check %v: exit %d, want %d (usage)\n%s", args, code, exitUsage, errb)
