@@ -15,6 +15,9 @@ type Verdict struct {
 	Pending      int
 	Processes    int
 	Took         time.Duration // the checker's time
+	// Span is the time between the earliest and the latest instant the
+	// hits gave their store (History.Span).
+	Span time.Duration
 }
 
 // String is the verdict line: it contains "linearizable" or "not
@@ -52,7 +55,7 @@ func Check(h History, html string, timeout time.Duration) (Verdict, error) {
 	start := time.Now()
 	res, info := porcupine.CheckOperationsVerbose(model, h.Ops, timeout)
 	v := Verdict{Linearizable: res == porcupine.Ok, Ops: len(h.Ops), Pending: h.Pending, Processes: h.Processes,
-		Took: time.Since(start)}
+		Took: time.Since(start), Span: h.Span()}
 	if res == porcupine.Unknown {
 		return v, fmt.Errorf("%w (%v, %d operations)", ErrUndecided, timeout, len(h.Ops))
 	}

@@ -87,6 +87,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	fmt.Fprintln(stdout, v)
 	fmt.Fprintf(stderr, "check: the checker took %v\n", v.Took.Round(time.Millisecond))
+	if c.speed > 0 {
+		fmt.Fprintf(stderr, "check: the hits' instants span %.1f windows of the history's clock\n", float64(v.Span)/float64(c.window))
+	}
 	if !v.Linearizable {
 		return exitFailure, nil
 	}
