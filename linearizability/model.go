@@ -24,6 +24,12 @@ var model = porcupine.Model{
 	},
 	Equal:             sameState,
 	DescribeOperation: describeHit,
+	DescribeOperationMetadata: func(req any) string {
+		if req == "" || req == nil {
+			return ""
+		}
+		return fmt.Sprintf("request %v", req)
+	},
 	DescribeState: func(state any) string {
 		if state == nil {
 			return "no state"

@@ -80,6 +80,7 @@ type Answers struct{ OK, Throttled, Failed int }
 // model that does not stop cleanly, is an error unless processes were
 // told to die; so is a stop token no process took.
 func RecordModel(ctx context.Context, cfg harness.Config, rec Recording, tmp string) (hist History, ans Answers, err error) {
+	var reqs []Request
 	hist, err = Record(tmp, func(dir string) error {
 		if err := errors.Join(PlantKills(dir, rec.Kills), PlantStops(dir, rec.Stops)); err != nil {
 			return err
@@ -90,7 +91,8 @@ func RecordModel(ctx context.Context, cfg harness.Config, rec Recording, tmp str
 			return err
 		}
 		resume := Resume(dir, stopReturns, stopHold)
-		ans = sendAll(ctx, h.URL, rec)
+		reqs = sendAll(ctx, h.URL, rec)
+		ans = count(reqs)
 		resumed := resume()
 		err = h.Close()
 		if rec.Kills == 0 && (err != nil || ans.Failed > 0) {
@@ -101,55 +103,67 @@ func RecordModel(ctx context.Context, cfg harness.Config, rec Recording, tmp str
 		}
 		return nil
 	})
+	hist.Requests = reqs
 	return hist, ans, err
 }
 
 // sendAll sends rec's load: Clients goroutines, each with a connection of
-// its own, each sending Hits requests in turn.
-func sendAll(ctx context.Context, url string, rec Recording) Answers {
-	var (
-		mu  sync.Mutex
-		ans Answers
-		wg  sync.WaitGroup
-	)
+// its own, each sending Hits requests in turn, each named in
+// harness.RequestHeader, and returns what each client saw.
+func sendAll(ctx context.Context, url string, rec Recording) []Request {
+	reqs := make([]Request, rec.Clients*rec.Hits)
+	var wg sync.WaitGroup
 	start := time.Now()
-	for range rec.Clients {
+	for c := range rec.Clients {
 		wg.Go(func() {
 			client := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
 			defer client.CloseIdleConnections()
 			for n := range rec.Hits {
 				paced(ctx, start.Add(time.Duration(n)*rec.Gap))
-				status := post(ctx, client, url)
-				mu.Lock()
-				switch status {
-				case http.StatusOK:
-					ans.OK++
-				case http.StatusTooManyRequests:
-					ans.Throttled++
-				default:
-					ans.Failed++
-				}
-				mu.Unlock()
+				name := fmt.Sprintf("%d-%d", c+1, n+1)
+				sent := monotonic()
+				r := post(ctx, client, url, name)
+				r.Name, r.Client, r.Sent, r.Done = name, c, sent, monotonic()
+				reqs[c*rec.Hits+n] = r
 			}
 		})
 	}
 	wg.Wait()
+	return reqs
+}
+
+// count counts what the clients got back.
+func count(reqs []Request) Answers {
+	var ans Answers
+	for _, r := range reqs {
+		switch r.Status {
+		case http.StatusOK:
+			ans.OK++
+		case http.StatusTooManyRequests:
+			ans.Throttled++
+		default:
+			ans.Failed++
+		}
+	}
 	return ans
 }
 
-// post sends one request and returns its status, 0 when none came.
-func post(ctx context.Context, client *http.Client, url string) int {
+// post sends one request named name and returns what came back: status
+// 0 when nothing did.
+func post(ctx context.Context, client *http.Client, url, name string) Request {
+	none := Request{Remaining: -1, RetryAfter: -1}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
 	if err != nil {
-		return 0
+		return none
 	}
+	req.Header.Set(harness.RequestHeader, name)
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0
+		return none
 	}
 	defer resp.Body.Close()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-	return resp.StatusCode
+	return readAnswer(resp.StatusCode, resp.Header)
 }
 
 // paced returns at the instant at, or at once if it has passed or ctx is

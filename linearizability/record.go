@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/harness"
 )
 
 // event is one line of a history file: a call (Rule, Key, At set) or the
@@ -27,6 +28,12 @@ type event struct {
 	Allowed    bool          `json:"allowed,omitempty"`
 	Remaining  int64         `json:"remaining,omitempty"`
 	RetryAfter time.Duration `json:"retry_after,omitempty"`
+	// Req names the request the hit was made for (harness.RequestName),
+	// on a call; "" for a hit no request named.
+	Req string `json:"req,omitempty"`
+	// Kill, on a line of its own, is when the process killed itself
+	// (CLOCK_MONOTONIC, ns), written just before its SIGKILL.
+	Kill int64 `json:"kill,omitempty"`
 }
 
 // Recorder writes the hits of one process to a file of its own in a
@@ -107,7 +114,7 @@ func (s *recording) TakeAt(ctx context.Context, rule ratelab.Rule, key string, n
 	if s.rec.speed > 0 {
 		now = HistoryClock(call, s.rec.speed)
 	}
-	if err := s.rec.write(event{Op: op, Call: call, Rule: &rule, Key: key, At: now.UnixNano()}); err != nil {
+	if err := s.rec.write(event{Op: op, Call: call, Rule: &rule, Key: key, At: now.UnixNano(), Req: harness.RequestName(ctx)}); err != nil {
 		return ratelab.Decision{}, fmt.Errorf("linearizability: record: %w", err)
 	}
 	fault, token := s.rec.claimFault()
