@@ -120,5 +120,15 @@ func shortWindowRows() []checkRow {
 			rows = append(rows, checkRow{fmt.Sprintf("file, %s, %s, 200 ms windows", model, alg), "linearizable", short("file", model, alg)})
 		}
 	}
+	// The servers' own fixed-window steps, a Lua script and one SQL
+	// statement each, across their resets.
+	for _, server := range []struct {
+		store harness.StoreKind
+		found bool
+	}{{"redis", redisserver.Available()}, {"mysql", sqlserver.MariaDBAvailable()}, {"postgres", sqlserver.PostgresAvailable()}} {
+		if server.found {
+			rows = append(rows, checkRow{fmt.Sprintf("%s, pool, fixed, 200 ms windows", server.store), "linearizable", short(server.store, "pool", ratelab.FixedWindow)})
+		}
+	}
 	return rows
 }
