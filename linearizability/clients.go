@@ -136,4 +136,3 @@ func (h History) lost(r Request, hits []porcupine.Operation) error {
 	}
 	return nil
 }
-
