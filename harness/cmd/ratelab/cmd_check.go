@@ -31,8 +31,10 @@ type checkRun struct {
 	// the clients across windows (-speed).
 	window time.Duration
 	speed  int64
-	kills  int // processes killed mid-hit (-fault kill)
-	stops  int // processes stopped mid-hit, then continued (-fault stop)
+	// histories is how many histories of c ratelab check records (-runs).
+	histories int
+	kills     int // processes killed mid-hit (-fault kill)
+	stops     int // processes stopped mid-hit, then continued (-fault stop)
 	// counter, if set, runs race_tests' counter (lock-free or flock) in
 	// processes hitting it directly, instead of store under model.
 	counter string
@@ -70,6 +72,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	f.StringVar(&c.svg, "svg", "", "draw the history as a sequence diagram in this file (for one client: -clients 1)")
 	f.StringVar(&c.html, "html", "", "write porcupine's visualization of the history to this file")
 	f.Int64Var(&c.speed, "speed", 0, fmt.Sprintf("0: the stores read the wall clock; 1 to %d: they read the history's clock (CLOCK_MONOTONIC) run that many times as fast, the clients send 2 hits per window each, and the limit is half the clients (a 1s window at 5 passes in 200ms)", linearizability.MaxSpeed))
+	f.IntVar(&c.histories, "runs", 1, "histories to record and check, one after another, until one is not linearizable (1 to 1000)")
 	f.workersFlag().windowFlag()
 	if err := f.parse(args); err != nil {
 		return 0, err
@@ -81,19 +84,53 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	if c.store == "" && c.counter == "" {
 		return checkClaims(stdout, stderr)
 	}
-	v, err := c.run(stderr)
+	v, err := c.runs(stdout, stderr)
 	if err != nil {
 		return 0, err
-	}
-	fmt.Fprintln(stdout, v)
-	fmt.Fprintf(stderr, "check: the checker took %v\n", v.Took.Round(time.Millisecond))
-	if c.speed > 0 {
-		fmt.Fprintf(stderr, "check: the hits' instants span %.1f windows of the history's clock\n", float64(v.Span)/float64(c.window))
 	}
 	if !v.Linearizable {
 		return exitFailure, nil
 	}
 	return exitOK, nil
+}
+
+// checkRepeats reports bad -runs, -window and -speed.
+func (c *checkRun) checkRepeats(fault string) error {
+	switch {
+	case c.histories < 1 || c.histories > 1000:
+		return usagef("-runs %d: 1 to 1000", c.histories)
+	case c.histories > 1 && c.store == "" && c.counter == "":
+		return usagef("-runs needs -store or -counter: the table of claims runs each row once")
+	case c.speed < 0 || c.speed > linearizability.MaxSpeed:
+		return usagef("-speed %d: 0 to %d", c.speed, linearizability.MaxSpeed)
+	case (c.speed > 0 || c.window != time.Hour) && (c.store == "" || c.mistake != "" || fault == "failover" || fault == "move"):
+		return usagef("-window and -speed need -store, under an execution model")
+	case c.speed > 0 && c.hits < 2*minWindows+2:
+		return usagef("-speed needs -hits %d or more: two a window, across %d windows", 2*minWindows+2, minWindows)
+	}
+	return nil
+}
+
+// runs records and checks -runs histories of c, one after another, and
+// prints the verdict of each; it stops at the first that is not
+// linearizable, and returns it, or the last.
+func (c checkRun) runs(stdout, stderr io.Writer) (linearizability.Verdict, error) {
+	var v linearizability.Verdict
+	for range c.histories {
+		var err error
+		if v, err = c.run(stderr); err != nil {
+			return v, err
+		}
+		fmt.Fprintln(stdout, v)
+		fmt.Fprintf(stderr, "check: the checker took %v\n", v.Took.Round(time.Millisecond))
+		if c.speed > 0 {
+			fmt.Fprintf(stderr, "check: the hits' instants span %.1f windows of the history's clock\n", float64(v.Span)/float64(c.window))
+		}
+		if !v.Linearizable {
+			break
+		}
+	}
+	return v, nil
 }
 
 // check reports bad flags, and reads -fault.
@@ -121,12 +158,9 @@ func (c *checkRun) check(fault string) error {
 		return usagef("-store and -counter: choose one")
 	case c.counter != "" && c.counter != "lock-free" && c.counter != "flock":
 		return usagef("-counter %q: use lock-free or flock", c.counter)
-	case c.speed < 0 || c.speed > linearizability.MaxSpeed:
-		return usagef("-speed %d: 0 to %d", c.speed, linearizability.MaxSpeed)
-	case (c.speed > 0 || c.window != time.Hour) && (c.store == "" || c.mistake != "" || fault == "failover" || fault == "move"):
-		return usagef("-window and -speed need -store, under an execution model")
-	case c.speed > 0 && c.hits < 2*minWindows+2:
-		return usagef("-speed needs -hits %d or more: two a window, across %d windows", 2*minWindows+2, minWindows)
+	}
+	if err := c.checkRepeats(fault); err != nil {
+		return err
 	}
 	c.kills, c.stops = map[string]int{"kill": 2}[fault], map[string]int{"stop": 2}[fault]
 	c.failover, c.move = fault == "failover", fault == "move"
