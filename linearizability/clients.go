@@ -70,7 +70,11 @@ func (h History) Agree() error {
 	if len(errs) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %d disagreements among %d requests, the first: %w", ErrClients, len(errs), len(h.Requests), errs[0])
+	what := "disagreements"
+	if len(errs) == 1 {
+		what = "disagreement"
+	}
+	return fmt.Errorf("%w: %d %s among %d requests, the first: %w", ErrClients, len(errs), what, len(h.Requests), errs[0])
 }
 
 // !-agree
