@@ -2,12 +2,17 @@ package ratelab_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ratelab/ratelab/internal/corelines"
@@ -29,6 +34,7 @@ func TestWhatPackagesLink(t *testing.T) {
 		{"./broken_inmemory", "net/http"},
 		{"./fixed_filestore", "net/http"},
 		{"./redis_store", "net/http"},
+		{"./harness", "net/http"}, // the lesson's processes take hits over a pipe
 		{"./harness/cmd/ratelab", "testing"},
 		// The stores import the contract and the steps, never a lesson.
 		{"./fixed_filestore", "github.com/ratelab/ratelab/harness"},
@@ -38,12 +44,9 @@ func TestWhatPackagesLink(t *testing.T) {
 		{"./redis_store", "github.com/ratelab/ratelab/internal/barchart"},
 		{"./redis_store", "github.com/ratelab/ratelab/internal/claim"},
 	}
+	deps := depsOf(t)
 	for _, tt := range tests {
-		out, err := exec.Command("go", "list", "-deps", tt.pkg).Output()
-		if err != nil {
-			t.Fatalf("go list -deps %s: %v", tt.pkg, err)
-		}
-		if slices.Contains(strings.Fields(string(out)), tt.mustNot) {
+		if slices.Contains(deps[tt.pkg], tt.mustNot) {
 			t.Errorf("%s links %s", tt.pkg, tt.mustNot)
 		}
 	}
@@ -54,7 +57,8 @@ func TestWhatPackagesLink(t *testing.T) {
 // A package may import its own layer and the layers below it, never one
 // above. internal/ holds leaf helpers, which import nothing of the module
 // but each other; the core of the lesson comes next (see core), then the
-// stores that need a server, lab/ — what drives whole stores: private
+// execution models served over HTTP (http_host), the stores that need a
+// server, lab/ — what drives whole stores: private
 // servers, loads, benchmarks, the stores' shared tests — and the advanced
 // lessons, which plug their stores into the harness (harness.Register).
 // Test files may reach up — a store's tests use lab/storetest — so only
@@ -65,6 +69,7 @@ var layers = [][]string{
 	{"broken_inmemory", "httplimit"},
 	{"fixed_filestore"},
 	{"harness", "window_boundary"},
+	{"http_host"}, // the harness's models served over HTTP: the demos, serve
 	{"redis_store", "sql_store"},
 	{"mysql_store", "postgres_store"},
 	{"lab"},
@@ -87,12 +92,9 @@ func TestTheCoreLinksNothingAdvanced(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("the go command is not on PATH")
 	}
+	deps := depsOf(t)
 	for _, pkg := range corelines.Core {
-		out, err := exec.Command("go", "list", "-deps", "./"+pkg).Output()
-		if err != nil {
-			t.Fatalf("go list -deps %s: %v", pkg, err)
-		}
-		for _, dep := range strings.Fields(string(out)) {
+		for _, dep := range deps["./"+pkg] {
 			for _, a := range advanced {
 				if strings.HasPrefix(dep, a) {
 					t.Errorf("the core's %s links %s", pkg, dep)
@@ -100,6 +102,40 @@ func TestTheCoreLinksNothingAdvanced(t *testing.T) {
 			}
 		}
 	}
+}
+
+// modDeps is every package of the module and what it links, from one
+// go list: a go list per package would cost the suite seconds each.
+var modDeps = sync.OnceValues(func() (map[string][]string, error) {
+	out, err := exec.Command("go", "list", "-json=ImportPath,Deps", "./...").Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list: %w", err)
+	}
+	deps := map[string][]string{}
+	for dec := json.NewDecoder(bytes.NewReader(out)); dec.More(); {
+		var p struct {
+			ImportPath string
+			Deps       []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			return nil, err
+		}
+		rel := "./" + strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		deps[strings.TrimSuffix(rel, "/")] = p.Deps
+	}
+	deps["./"] = deps["."]
+	return deps, nil
+})
+
+// depsOf returns what each package of the module links, by its path as
+// go list takes it ("." for the root, "./harness"), or fails t.
+func depsOf(t *testing.T) map[string][]string {
+	t.Helper()
+	deps, err := modDeps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return deps
 }
 
 // layerOf returns the layer of the package at rel, the path below the
@@ -178,5 +214,35 @@ func TestEveryFileReadsInOneSitting(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTheREADMECountsTheCore holds the README's figure for the core's
+// lines, in both languages, to what corelines counts now.
+func TestTheREADMECountsTheCore(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("the go command is not on PATH")
+	}
+	pkgs, err := corelines.Count(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := corelines.Total(pkgs)
+	for _, page := range []struct{ path, pattern string }{
+		{"README.md", `counts its non-test lines: (\d+) today`},
+		{"docs/ja/README.md", `いまは (\d+) 行で`},
+	} {
+		b, err := os.ReadFile(page.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(page.pattern).FindSubmatch(b)
+		if m == nil {
+			t.Errorf("%s: no %q", page.path, page.pattern)
+			continue
+		}
+		if got := string(m[1]); got != strconv.Itoa(want) {
+			t.Errorf("%s says the core has %s lines; make corelines counts %d", page.path, got, want)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/harness"
+	httphost "github.com/ratelab/ratelab/http_host"
 	"github.com/ratelab/ratelab/internal/redact"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
@@ -119,27 +120,27 @@ func openRedis(a harness.App, log *slog.Logger) (ratelab.Store, io.Closer, error
 // store that cannot answer — a Redis nobody listens for — under
 // app.FailPolicy: fail-open lets every hit through; fail-local decides in
 // each process alone, which is the in-memory store's lesson again.
-func OutageDemo(ctx context.Context, app harness.App, workers int, w harness.Workload, progress io.Writer) (harness.Report, error) {
+func OutageDemo(ctx context.Context, app harness.App, workers int, w httphost.Workload, progress io.Writer) (httphost.Report, error) {
 	app.Store, app.Server = Redis, Unreachable
-	var cases []harness.Case
+	var cases []httphost.Case
 	for _, m := range harness.Models() {
-		cases = append(cases, harness.Case{Model: m, App: app})
+		cases = append(cases, httphost.Case{Model: m, App: app})
 	}
-	rep := harness.Report{Store: "redis (nobody listening) fail=" + app.FailPolicy.String(), Outage: true}
-	return harness.RunCases(ctx, rep, cases, workers, w, "", nil, progress)
+	rep := httphost.Report{Store: "redis (nobody listening) fail=" + app.FailPolicy.String(), Outage: true}
+	return httphost.RunCases(ctx, rep, cases, workers, w, "", nil, progress)
 }
 
 // RedisDemo runs the two-hosts model with the file store and with Redis,
 // and Redis under the other models, one by one and as a burst. reset runs
 // before every row so that each starts with an empty Redis.
-func RedisDemo(ctx context.Context, app harness.App, workers int, w harness.Workload, dir, redisURL string, reset func() error, progress io.Writer) (harness.Report, error) {
+func RedisDemo(ctx context.Context, app harness.App, workers int, w httphost.Workload, dir, redisURL string, reset func() error, progress io.Writer) (httphost.Report, error) {
 	file, rds := app, app
 	file.Store, rds.Store, rds.Server = harness.File, Redis, redisURL
-	cases := []harness.Case{{Model: harness.TwoHosts, App: file}, {Model: harness.TwoHosts, App: rds}}
+	cases := []httphost.Case{{Model: harness.TwoHosts, App: file}, {Model: harness.TwoHosts, App: rds}}
 	for _, m := range []harness.Model{harness.Single, harness.Pool, harness.CGI} {
-		cases = append(cases, harness.Case{Model: m, App: rds})
+		cases = append(cases, httphost.Case{Model: m, App: rds})
 	}
-	return harness.RunCases(ctx, harness.Report{Store: "file, redis"}, cases, workers, w, dir, reset, progress)
+	return httphost.RunCases(ctx, httphost.Report{Store: "file, redis"}, cases, workers, w, dir, reset, progress)
 }
 
 // ClientURL is the URL go-redis reads from an App's Server: the redis

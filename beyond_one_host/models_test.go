@@ -15,6 +15,7 @@ import (
 	"github.com/ratelab/ratelab"
 	beyondonehost "github.com/ratelab/ratelab/beyond_one_host"
 	"github.com/ratelab/ratelab/harness"
+	httphost "github.com/ratelab/ratelab/http_host"
 	"github.com/ratelab/ratelab/internal/childproc"
 	"github.com/ratelab/ratelab/internal/syncbuf"
 	"github.com/ratelab/ratelab/lab/flood"
@@ -25,7 +26,7 @@ import (
 // The test binary is also every child process of the harness, which this
 // package's import registers the redis kind in.
 func TestMain(m *testing.M) {
-	childproc.RunIfChild(harness.Roles(), windowboundary.Roles())
+	childproc.RunIfChild(httphost.Roles(), windowboundary.Roles())
 	os.Exit(m.Run())
 }
 
@@ -63,8 +64,8 @@ func TestTwoHostsAndRedis(t *testing.T) {
 				if tt.store == harness.File {
 					a.Dir = t.TempDir()
 				}
-				row, err := harness.Run(context.Background(), harness.Scenario{Model: tt.model, App: a, Workers: 2,
-					Workload: harness.Workload{Requests: 30, Concurrency: conc}})
+				row, err := httphost.Run(context.Background(), httphost.Scenario{Model: tt.model, App: a, Workers: 2,
+					Workload: httphost.Workload{Requests: 30, Concurrency: conc}})
 				require.NoError(t, err)
 				assert.Equal(t, tt.wantOK, row.OK, "200s")
 				assert.Equal(t, tt.wantProc, row.Processes)
@@ -81,7 +82,7 @@ func TestTwoHostsAndRedis(t *testing.T) {
 func TestOutageDemoFailLocalIsTheLessonAgain(t *testing.T) {
 	for _, p := range []ratelab.FailPolicy{ratelab.FailLocal, ratelab.FailOpen} {
 		a := harness.App{Limit: 10, Window: time.Hour, FailPolicy: p, Now: time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)}
-		rep, err := beyondonehost.OutageDemo(context.Background(), a, 2, harness.Workload{Requests: 25, Concurrency: 8}, nil)
+		rep, err := beyondonehost.OutageDemo(context.Background(), a, 2, httphost.Workload{Requests: 25, Concurrency: 8}, nil)
 		require.NoError(t, err)
 		want := map[ratelab.FailPolicy][]int{ratelab.FailLocal: {10, 20, 25, 10, 20, 25}, ratelab.FailOpen: {25, 25, 25, 25, 25, 25}}[p]
 		var got []int
@@ -98,7 +99,7 @@ func TestOutageDemoFailLocalIsTheLessonAgain(t *testing.T) {
 func TestCGIThrottlesOnARedisCluster(t *testing.T) {
 	cl := redisserver.ClusterForTest(t)
 	a := harness.App{Store: beyondonehost.Redis, Server: cl.URL(), Limit: 30, Window: time.Hour}
-	h, err := harness.Start(harness.Config{Model: harness.CGI, App: a, Stderr: new(strings.Builder)})
+	h, err := httphost.Start(httphost.Config{Model: harness.CGI, App: a, Stderr: new(strings.Builder)})
 	require.NoError(t, err)
 	defer h.Close()
 	first429 := 0
@@ -119,7 +120,7 @@ func TestWorkersLogGoRedisAsTheirOwnRecords(t *testing.T) {
 		t.Run(string(model), func(t *testing.T) {
 			a := harness.App{Store: beyondonehost.Redis, Server: beyondonehost.Unreachable, Limit: 30, Window: time.Hour}
 			var logged syncbuf.Buffer
-			h, err := harness.Start(harness.Config{Model: model, App: a, Workers: 1, Stderr: &logged})
+			h, err := httphost.Start(httphost.Config{Model: model, App: a, Workers: 1, Stderr: &logged})
 			require.NoError(t, err)
 			assert.Equal(t, http.StatusOK, post(t, h.URL), "fail-open lets the hit through")
 			require.NoError(t, h.Close())

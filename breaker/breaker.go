@@ -11,20 +11,28 @@
 // traffic: [Breaker.Watch] pings the store every Every on a connection of
 // its own, already open — no listen queue, no pool, no row lock in the
 // way — and opens the breaker after Trips pings in a row went unanswered
-// within Timeout; the first ping answered closes it. Under
+// within Timeout, unless a hit was answered within Quiet; the first ping
+// answered closes it. A ping can go unanswered under load too — the
+// watcher's own process, a front taking a flood, waits its turn for the
+// CPU like the store's — but a store that answers hits is not hung: every
+// process records when its store last answered a hit, and that is
+// evidence of life the watcher weighs against its pings. Under
 // [Wrap], a hit while the breaker is open is an error wrapping ErrDown,
 // at once; a hit that ran out of time while it opened is one too, not
 // ErrBusy: the policy decides both (gobreaker's closed and open states;
 // its half-open state is the watcher's next ping, which risks no hit).
 //
-// The state is one byte in a file the watcher writes and every process
-// of the host reads at each hit (Open), or in memory for the processes
-// that watch their own store (New). A Breaker is safe for concurrent use.
+// The state is a file of nine bytes: one the watcher writes and every
+// process of the host reads at each hit (Open), then the instant a hit was
+// last answered, which every process writes; or the same in memory for
+// the processes that watch their own store (New). A Breaker is safe for
+// concurrent use.
 package breaker
 
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"os"
@@ -41,10 +49,16 @@ var ErrDown = fmt.Errorf("%w: the store does not answer (breaker open)", ratelab
 
 // Breaker says whether the store is known down.
 type Breaker struct {
-	file  *os.File // the shared state, or nil: in memory
-	write bool     // this process is the watcher of file
-	down  atomic.Bool
+	file     *os.File // the shared state, or nil: in memory
+	write    bool     // this process is the watcher of file
+	down     atomic.Bool
+	answered atomic.Int64 // in memory: when a hit was last answered, Unix ns
+	recorded atomic.Int64 // when this process last wrote answered to file
 }
+
+// size is the shared state's: the open byte, then the last answer's
+// instant, Unix nanoseconds, little-endian.
+const size = 9
 
 // New returns a breaker in this process's memory, closed.
 func New() *Breaker { return &Breaker{} }
@@ -58,6 +72,10 @@ func Create(path string) (*Breaker, error) {
 		return nil, fmt.Errorf("breaker: %w", err)
 	}
 	b := &Breaker{file: f, write: true}
+	if _, err := f.WriteAt(make([]byte, size), 0); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("breaker: %w", err)
+	}
 	if err := b.set(false); err != nil {
 		f.Close()
 		return nil, err
@@ -66,13 +84,13 @@ func Create(path string) (*Breaker, error) {
 }
 
 // Open opens the shared state at path, which another process watches, to
-// read it.
+// read whether it is open and to record the hits its store answers.
 func Open(path string) (*Breaker, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
+	f, err := os.OpenFile(path, os.O_RDWR|noFollow, 0)
 	if err != nil {
 		return nil, fmt.Errorf("breaker: %w", err)
 	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() != 1 {
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() != size {
 		f.Close()
 		return nil, fmt.Errorf("breaker: %s is not a breaker's state", path)
 	}
@@ -96,6 +114,39 @@ func (b *Breaker) Down() bool {
 	var buf [1]byte
 	n, _ := b.file.ReadAt(buf[:], 0) // one byte read is the whole state, with io.EOF or not
 	return n == 1 && buf[0] == '1'
+}
+
+// Answered records that the store answered a hit at now: evidence that
+// it is alive, whatever the watcher's pings say. A process writes the
+// shared state at most every tenth of a second.
+func (b *Breaker) Answered(now time.Time) {
+	ns := now.UnixNano()
+	if b.file == nil {
+		b.answered.Store(ns)
+		return
+	}
+	if last := b.recorded.Load(); ns-last < int64(100*time.Millisecond) || !b.recorded.CompareAndSwap(last, ns) {
+		return
+	}
+	var buf [8]byte
+	binary.LittleEndian.PutUint64(buf[:], uint64(ns))
+	b.file.WriteAt(buf[:], 1) // a record lost is evidence lost: the pings decide alone
+}
+
+// lastAnswer returns when a hit was last answered, as recorded; the zero
+// time if none was.
+func (b *Breaker) lastAnswer() time.Time {
+	ns := b.answered.Load()
+	if b.file != nil {
+		var buf [8]byte
+		if n, _ := b.file.ReadAt(buf[:], 1); n == 8 {
+			ns = int64(binary.LittleEndian.Uint64(buf[:]))
+		}
+	}
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }
 
 // set opens (down) or closes the breaker.
@@ -125,6 +176,10 @@ type Watch struct {
 	// Trips is how many pings in a row must go unanswered to open the
 	// breaker; 0 means 2.
 	Trips int
+	// Quiet is how long no hit may have been answered for the breaker to
+	// open: a store that answered one since is slow, not hung; 0 means
+	// 2 s.
+	Quiet time.Duration
 	// Log receives a line when the breaker opens and when it closes; nil
 	// means slog.Default().
 	Log *slog.Logger
@@ -135,6 +190,7 @@ func (b *Breaker) Watch(ctx context.Context, w Watch) {
 	every := cmp.Or(max(w.Every, 0), 200*time.Millisecond)
 	timeout := cmp.Or(max(w.Timeout, 0), time.Second)
 	trips := cmp.Or(max(w.Trips, 0), 2)
+	quiet := cmp.Or(max(w.Quiet, 0), 2*time.Second)
 	log := cmp.Or(w.Log, slog.Default())
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -145,7 +201,7 @@ func (b *Breaker) Watch(ctx context.Context, w Watch) {
 		if ctx.Err() != nil {
 			return
 		}
-		failed = b.judge(err, failed, trips, log)
+		failed = b.judge(err, failed, trips, quiet, log)
 		select {
 		case <-ctx.Done():
 			return
@@ -156,8 +212,9 @@ func (b *Breaker) Watch(ctx context.Context, w Watch) {
 
 // judge opens or closes the breaker after a ping that failed with err (or
 // answered, nil), the failed-th in a row before it, and returns how many
-// have failed in a row now.
-func (b *Breaker) judge(err error, failed, trips int, log *slog.Logger) int {
+// have failed in a row now. It opens only if no hit was answered within
+// quiet.
+func (b *Breaker) judge(err error, failed, trips int, quiet time.Duration, log *slog.Logger) int {
 	if err == nil {
 		if b.down.Load() {
 			if serr := b.set(false); serr != nil {
@@ -169,7 +226,7 @@ func (b *Breaker) judge(err error, failed, trips int, log *slog.Logger) int {
 		return 0
 	}
 	failed++
-	if failed == trips && !b.down.Load() {
+	if failed >= trips && !b.down.Load() && time.Since(b.lastAnswer()) >= quiet {
 		if serr := b.set(true); serr != nil {
 			log.Error("breaker: the store does not answer, and the breaker cannot say so", "err", serr)
 		} else {

@@ -174,3 +174,53 @@ func TestAHitThatFailedAsTheBreakerOpenedIsTheBreakers(t *testing.T) {
 		assert.Equal(t, keep, err, "an error the breaker leaves as it is")
 	}
 }
+
+// A ping can go unanswered under load — the watcher's own process, a
+// front taking a flood, waits its turn for the CPU — while the store
+// answers hits: that store is slow, not hung, and the breaker stays
+// closed however many pings fail, so that sending fast never opens the
+// door under fail-open. Evidence of life is a hit answered within Quiet,
+// recorded by any process through the shared state; without it, or once
+// it is older than Quiet, failed pings open the breaker as before.
+func TestAStoreThatAnswersHitsIsNotHung(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		quiet    time.Duration
+		answered bool
+		down     bool
+	}{
+		{"a hit answered within Quiet", time.Hour, true, false},
+		{"no hit answered", time.Hour, false, true},
+		{"the last answer older than Quiet", time.Nanosecond, true, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "breaker")
+			watcher, err := breaker.Create(path)
+			require.NoError(t, err)
+			t.Cleanup(func() { watcher.Close() })
+			worker, err := breaker.Open(path) // another process's view, which records its hits
+			require.NoError(t, err)
+			t.Cleanup(func() { worker.Close() })
+			if tt.answered {
+				_, err := breaker.Wrap(&store{}, worker).TakeAt(context.Background(), ratelab.Rule{}, "k", time.Time{})
+				require.NoError(t, err)
+			}
+
+			p := pinger{calls: make(chan chan error)}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				watcher.Watch(ctx, breaker.Watch{Ping: p.Ping, Every: time.Millisecond, Trips: 2, Quiet: tt.quiet, Log: slog.New(slog.DiscardHandler)})
+			}()
+			t.Cleanup(func() { cancel(); <-done })
+			ping := p.next(t)
+			for range 4 { // twice Trips
+				ping <- errors.New("no answer")
+				ping = p.next(t)
+			}
+			assert.Equal(t, tt.down, watcher.Down(), "the watcher's state after four pings unanswered")
+			assert.Equal(t, tt.down, worker.Down(), "the worker's")
+		})
+	}
+}

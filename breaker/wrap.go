@@ -24,6 +24,9 @@ func (g *guarded) TakeAt(ctx context.Context, r ratelab.Rule, key string, now ti
 		return ratelab.Decision{}, &downError{}
 	}
 	d, err := g.s.TakeAt(ctx, r, key, now)
+	if err == nil || !errors.Is(err, ratelab.ErrUnavailable) {
+		g.b.Answered(time.Now()) // the wall clock, as the watcher reads it: now may be a test's
+	}
 	var decided interface{ Decided() ratelab.Decision }
 	if err != nil && errors.Is(err, ratelab.ErrUnavailable) && !errors.As(err, &decided) && g.b.Down() {
 		return ratelab.Decision{}, &downError{cause: err}

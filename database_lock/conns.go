@@ -4,8 +4,9 @@ import (
 	"log/slog"
 
 	"github.com/ratelab/ratelab/harness"
+	httphost "github.com/ratelab/ratelab/http_host"
 	"github.com/ratelab/ratelab/internal/redact"
-	"github.com/ratelab/ratelab/sql_store"
+	sqlstore "github.com/ratelab/ratelab/sql_store"
 )
 
 // WarnConnections warns on log, once, before the instance cfg describes
@@ -19,7 +20,7 @@ import (
 // database-lock chapter sizes by the sum of the budgets. If u could not
 // say how many are open, it says so instead. It returns whether it
 // warned that the connections may run out.
-func WarnConnections(log *slog.Logger, cfg harness.Config, u sqlstore.Usage) bool {
+func WarnConnections(log *slog.Logger, cfg httphost.Config, u sqlstore.Usage) bool {
 	store := string(cfg.App.Store)
 	if u.Unread != nil {
 		log.Warn("cannot tell how many connections the database has open, nor whether this instance's budget fits beside them",

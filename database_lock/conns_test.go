@@ -16,6 +16,7 @@ import (
 
 	databaselock "github.com/ratelab/ratelab/database_lock"
 	"github.com/ratelab/ratelab/harness"
+	httphost "github.com/ratelab/ratelab/http_host"
 	"github.com/ratelab/ratelab/internal/poll"
 	"github.com/ratelab/ratelab/lab/sqlserver"
 )
@@ -31,18 +32,18 @@ type connsCase struct {
 	held  int
 	// over and fits are the instances; warning is what over's warning
 	// must name.
-	over, fits harness.Config
+	over, fits httphost.Config
 	warning    []string
 }
 
 var connsCases = []connsCase{
 	{databaselock.MySQL, sqlserver.StartMariaDB, []string{"--max-connections=20"}, 12,
-		harness.Config{Model: harness.Pool, Workers: 2, App: harness.App{Conns: 5}}, // 12 + 11 > 20
-		harness.Config{Model: harness.Pool, Workers: 1, App: harness.App{Conns: 7}}, // 12 + 8 = 20
+		httphost.Config{Model: harness.Pool, Workers: 2, App: harness.App{Conns: 5}}, // 12 + 11 > 20
+		httphost.Config{Model: harness.Pool, Workers: 1, App: harness.App{Conns: 7}}, // 12 + 8 = 20
 		[]string{"level=WARN", "store=mysql open=12 budget=11 accepts=20 max_connections=20", "lower -workers"}},
 	{databaselock.Postgres, sqlserver.StartPostgres, []string{"-c", "max_connections=20"}, 10,
-		harness.Config{Model: harness.CGI, CGIProcs: 8}, // 10 + 9 > 20 - 3
-		harness.Config{Model: harness.CGI, CGIProcs: 6}, // 10 + 7 = 17
+		httphost.Config{Model: harness.CGI, CGIProcs: 8}, // 10 + 9 > 20 - 3
+		httphost.Config{Model: harness.CGI, CGIProcs: 6}, // 10 + 7 = 17
 		[]string{"level=WARN", "store=postgres open=10 budget=9 accepts=17 max_connections=20 reserved=3", "lower -cgi-procs"}},
 }
 
@@ -67,7 +68,7 @@ func TestWarnsWhenTheDatabaseMayRunOutOfConnections(t *testing.T) {
 			assert.Equal(t, 20, u.Max)
 
 			for _, c := range []struct {
-				cfg  harness.Config
+				cfg  httphost.Config
 				warn bool
 			}{{tc.over, true}, {tc.fits, false}} {
 				var log bytes.Buffer
@@ -154,7 +155,7 @@ func TestSaysWhenTheOpenConnectionsCannotBeRead(t *testing.T) {
 	assert.Equal(t, 97, u.Usable(), "what the server accepts is read all the same")
 
 	var log bytes.Buffer
-	warned := databaselock.WarnConnections(slog.New(slog.NewTextHandler(&log, nil)), harness.Config{Model: harness.Single, App: app}, u)
+	warned := databaselock.WarnConnections(slog.New(slog.NewTextHandler(&log, nil)), httphost.Config{Model: harness.Single, App: app}, u)
 	assert.False(t, warned)
 	assert.Equal(t, 1, strings.Count(log.String(), "\n"), "one line: %s", log.String())
 	assert.Contains(t, log.String(), "level=WARN msg=\"cannot tell how many connections the database has open")

@@ -9,9 +9,10 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/harness"
+	httphost "github.com/ratelab/ratelab/http_host"
 	mysqlstore "github.com/ratelab/ratelab/mysql_store"
 	postgresstore "github.com/ratelab/ratelab/postgres_store"
-	"github.com/ratelab/ratelab/sql_store"
+	sqlstore "github.com/ratelab/ratelab/sql_store"
 )
 
 // The harness's kinds of the database stores: every process on every host
@@ -144,16 +145,16 @@ func withDatabase(a harness.App, f func(database) error) error {
 // DatabaseDemo runs the two-hosts model with the file store, then with
 // each database store whose DSN dsns holds, one by one and as a burst.
 // reset runs before every row so that each starts with empty tables.
-func DatabaseDemo(ctx context.Context, app harness.App, workers int, w harness.Workload, dir string, dsns map[harness.StoreKind]string, reset func() error, progress io.Writer) (harness.Report, error) {
+func DatabaseDemo(ctx context.Context, app harness.App, workers int, w httphost.Workload, dir string, dsns map[harness.StoreKind]string, reset func() error, progress io.Writer) (httphost.Report, error) {
 	file := app
 	file.Store = harness.File
-	cases := []harness.Case{{Model: harness.TwoHosts, App: file}}
+	cases := []httphost.Case{{Model: harness.TwoHosts, App: file}}
 	for _, k := range []harness.StoreKind{MySQL, Postgres} {
 		if dsns[k] != "" {
 			db := app
 			db.Store, db.Server = k, dsns[k]
-			cases = append(cases, harness.Case{Model: harness.TwoHosts, App: db})
+			cases = append(cases, httphost.Case{Model: harness.TwoHosts, App: db})
 		}
 	}
-	return harness.RunCases(ctx, harness.Report{Store: "file, databases"}, cases, workers, w, dir, reset, progress)
+	return httphost.RunCases(ctx, httphost.Report{Store: "file, databases"}, cases, workers, w, dir, reset, progress)
 }

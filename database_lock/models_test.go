@@ -13,7 +13,7 @@ import (
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/lab/flood"
 	"github.com/ratelab/ratelab/lab/sqlserver"
-	"github.com/ratelab/ratelab/sql_store"
+	sqlstore "github.com/ratelab/ratelab/sql_store"
 )
 
 // The claim that load alone never opens the door, for the database stores

@@ -1,240 +1,124 @@
 package harness_test
 
 import (
-	"context"
 	"fmt"
-	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
-	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/childproc"
 )
 
 // The test binary is also every child process: childproc.RunIfChild turns a
-// re-executed copy into a worker or a CGI program before any test runs.
+// re-executed copy into one of the endpoint's processes before any test
+// runs.
 func TestMain(m *testing.M) {
 	childproc.RunIfChild(harness.Roles())
 	os.Exit(m.Run())
 }
 
-func app(t *testing.T, store harness.StoreKind) harness.App {
-	a := harness.App{Store: store, Limit: 30, Window: time.Hour}
-	if store == harness.File {
-		a.Dir = t.TempDir()
+// !+example
+
+// The lesson in six runs: ten requests from one address, a limit of 3,
+// under one long-lived process, a pool of two workers and CGI, each
+// process this test binary again. The in-memory store lets 3 through in
+// one process, 2 × 3 in a pool, and all 10 under CGI, where every request
+// is a new process with an empty map; the file store, shared by every
+// process through flock(2), lets 3 through in all three.
+func ExampleRun() {
+	dir, err := os.MkdirTemp("", "harness-example-")
+	if err != nil {
+		panic(err)
 	}
-	return a
+	defer os.RemoveAll(dir)
+	for _, store := range []harness.StoreKind{harness.Memory, harness.File} {
+		for _, m := range harness.Models() {
+			app := harness.App{Store: store, Limit: 3, Window: time.Hour}
+			if store == harness.File {
+				if app.Dir, err = os.MkdirTemp(dir, "file-"); err != nil {
+					panic(err)
+				}
+			}
+			got, err := harness.Run(harness.Scenario{Model: m, App: app, Workers: 2, Requests: 10})
+			if err != nil {
+				panic(err)
+			}
+			first := "none refused"
+			if got.FirstRefused > 0 {
+				first = fmt.Sprintf("first refused #%d", got.FirstRefused)
+			}
+			fmt.Printf("%-6s %-6s %2d of 10 allowed (processes: %2d), %s\n", store, m, got.Allowed, got.Processes, first)
+		}
+	}
+	// Output:
+	// memory single  3 of 10 allowed (processes:  1), first refused #4
+	// memory pool    6 of 10 allowed (processes:  2), first refused #7
+	// memory cgi    10 of 10 allowed (processes: 10), none refused
+	// file   single  3 of 10 allowed (processes:  1), first refused #4
+	// file   pool    3 of 10 allowed (processes:  2), first refused #4
+	// file   cgi     3 of 10 allowed (processes: 10), first refused #4
 }
 
-// Every model × store, one by one and as a burst: the exact counts the
-// lesson claims, at a limit of 10 (the lesson is the same at any limit;
-// each CGI request is a process of this test binary).
-func TestModelsAndStores(t *testing.T) {
-	tests := []struct {
-		model     harness.Model
-		store     harness.StoreKind
-		requests  int
-		wantOK    int
-		wantFirst int // first 429 when sent one by one; 0 for none
-		wantProcs int
-	}{
-		{harness.Single, harness.Memory, 15, 10, 11, 1},
-		{harness.Pool, harness.Memory, 25, 20, 21, 2},
-		{harness.CGI, harness.Memory, 15, 15, 0, 15},
-		{harness.Single, harness.File, 15, 10, 11, 1},
-		{harness.Pool, harness.File, 25, 10, 11, 2},
-		{harness.CGI, harness.File, 15, 10, 11, 15},
-	}
-	for _, tt := range tests {
-		for _, conc := range []int{1, 8} {
-			name := string(tt.model) + "/" + string(tt.store) + "/one-by-one"
-			if conc > 1 {
-				name = string(tt.model) + "/" + string(tt.store) + "/burst"
-			}
-			t.Run(name, func(t *testing.T) {
-				t.Parallel()
-				a := app(t, tt.store)
-				a.Limit = 10
-				row, err := harness.Run(context.Background(), harness.Scenario{
-					Model: tt.model, App: a, Workers: 2,
-					Workload: harness.Workload{Requests: tt.requests, Concurrency: conc},
-				})
-				require.NoError(t, err)
-				assert.Equal(t, tt.wantOK, row.OK, "200s")
-				assert.Equal(t, tt.requests-tt.wantOK, row.Throttled, "429s")
-				assert.Equal(t, tt.wantProcs, row.Processes, "processes that answered")
-				if conc == 1 {
-					assert.Equal(t, tt.wantFirst, row.First429, "first 429")
+// !-example
+
+// Run sees what Expect predicts, at other sizes than the example's: a
+// pool of three over a limit of 4, 17 requests (an uneven deal), and a
+// fixed clock.
+func TestRunSeesWhatExpectPredicts(t *testing.T) {
+	at := time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)
+	for _, store := range []harness.StoreKind{harness.Memory, harness.File} {
+		for _, m := range harness.Models() {
+			t.Run(fmt.Sprintf("%s/%s", store, m), func(t *testing.T) {
+				app := harness.App{Store: store, Limit: 4, Window: time.Minute, Now: at}
+				if store == harness.File {
+					app.Dir = t.TempDir()
 				}
-				if tt.wantFirst != 0 {
-					// The window opened with the first request, at most Wall ago.
-					assert.LessOrEqual(t, row.RetryAfter, 3600, "Retry-After of the first 429")
-					assert.GreaterOrEqual(t, row.RetryAfter, 3600-int(row.Wall/time.Second)-1, "Retry-After of the first 429")
+				s := harness.Scenario{Model: m, App: app, Workers: 3, Requests: 17}
+				got, err := harness.Run(s)
+				if err != nil {
+					t.Fatal(err)
 				}
-				assert.Empty(t, row.Problems)
+				want, why := harness.Expect(s)
+				if got.Allowed != want || got.Allowed+got.Refused != s.Requests {
+					t.Errorf("got %d allowed and %d refused, want %d allowed of %d (%s)", got.Allowed, got.Refused, want, s.Requests, why)
+				}
 			})
 		}
 	}
 }
 
-// A child that fails loudly must fail the parent loudly, never pass in
-// silence.
-func TestChildFailuresAreLoud(t *testing.T) {
-	quiet := new(strings.Builder)
-	t.Run("worker exits before its ready line", func(t *testing.T) {
-		a := harness.App{Store: harness.File, Dir: filepath.Join(t.TempDir(), "missing"), Limit: 30, Window: time.Hour}
-		_, err := harness.Start(harness.Config{Model: harness.Single, App: a, Stderr: quiet})
-		require.Error(t, err)
-		assert.Contains(t, err.Error(), "did not start")
-		assert.Contains(t, err.Error(), "does not exist", "the child's stderr is in the error")
-	})
-	t.Run("binary that is not a ratelab child prints nothing", func(t *testing.T) {
-		_, err := harness.Start(harness.Config{Model: harness.Pool, Workers: 2, App: app(t, harness.Memory), Exe: "/bin/true", Stderr: quiet})
-		require.Error(t, err)
-		assert.Contains(t, err.Error(), "did not start")
-	})
-	t.Run("cgi child that crashes", func(t *testing.T) {
-		h, err := harness.Start(harness.Config{Model: harness.CGI, App: app(t, harness.Memory), Exe: "/bin/false", Stderr: quiet})
-		require.NoError(t, err)
-		defer h.Close()
-		_, err = harness.Send(context.Background(), h.URL, harness.Workload{Requests: 1, Concurrency: 1})
-		require.Error(t, err)
-		assert.Contains(t, err.Error(), "unexpected 500")
-	})
-	t.Run("worker killed mid-run", func(t *testing.T) {
-		h, err := harness.Start(harness.Config{Model: harness.Pool, Workers: 2, App: app(t, harness.Memory), Stderr: quiet})
-		require.NoError(t, err)
-		_, err = harness.Send(context.Background(), h.URL, harness.Workload{Requests: 4, Concurrency: 1})
-		require.NoError(t, err)
-		p, err := os.FindProcess(h.Pids()[1])
-		require.NoError(t, err)
-		require.NoError(t, p.Kill())
-		err = h.Close()
-		require.Error(t, err)
-		// Whether the front saw the death before Close (and started
-		// another worker) or not, the kill is named, with the pid.
-		assert.Contains(t, err.Error(), fmt.Sprintf("worker pid %d", p.Pid))
-		assert.Contains(t, err.Error(), "signal: killed")
-	})
-}
-
-func TestBadConfig(t *testing.T) {
+// A process that cannot make its store fails the run, loudly, with its
+// own words; a model Run does not run is refused before any process
+// starts.
+func TestRunFailsLoudly(t *testing.T) {
+	notADir := t.TempDir() + "/file"
+	if err := os.WriteFile(notADir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
-		cfg  harness.Config
+		s    harness.Scenario
 		want string
 	}{
-		{"unknown model", harness.Config{Model: "fpm", App: harness.App{Store: harness.Memory, Limit: 1, Window: time.Hour}}, "unknown model"},
-		{"unknown store", harness.Config{Model: harness.Single, App: harness.App{Store: "apcu", Limit: 1, Window: time.Hour}}, "unknown store"},
-		{"zero limit", harness.Config{Model: harness.Single, App: harness.App{Store: harness.Memory, Window: time.Hour}}, "limit 0 must be from 1"},
-		{"bad window", harness.Config{Model: harness.Single, App: harness.App{Store: harness.Memory, Limit: 1}}, "whole number of seconds"},
-		{"file without dir", harness.Config{Model: harness.Single, App: harness.App{Store: harness.File, Limit: 1, Window: time.Hour}}, "needs a directory"},
-		{"no workers", harness.Config{Model: harness.Pool, App: harness.App{Store: harness.Memory, Limit: 1, Window: time.Hour}}, "workers 0 must be from 1 to 64"},
+		{"a store its process cannot open", harness.Scenario{Model: harness.Single, Requests: 1,
+			App: harness.App{Store: harness.File, Dir: notADir, Limit: 1, Window: time.Hour}}, "not a directory"},
+		{"under cgi too", harness.Scenario{Model: harness.CGI, Requests: 1,
+			App: harness.App{Store: harness.File, Dir: notADir, Limit: 1, Window: time.Hour}}, "not a directory"},
+		{"two hosts", harness.Scenario{Model: harness.TwoHosts, Workers: 1, Requests: 1,
+			App: harness.App{Store: harness.Memory, Limit: 1, Window: time.Hour}}, "two hosts and outages are httphost's"},
+		{"an unknown model", harness.Scenario{Model: "fpm", Requests: 1,
+			App: harness.App{Store: harness.Memory, Limit: 1, Window: time.Hour}}, `unknown model "fpm"`},
+		{"no workers", harness.Scenario{Model: harness.Pool, Requests: 1,
+			App: harness.App{Store: harness.Memory, Limit: 1, Window: time.Hour}}, "workers 0 must be from 1 to 64"},
+		{"a bad rule", harness.Scenario{Model: harness.Single, Requests: 1,
+			App: harness.App{Store: harness.Memory, Window: time.Hour}}, "limit"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := harness.Start(tt.cfg)
-			assert.ErrorContains(t, err, tt.want)
-		})
-	}
-	_, err := harness.Send(context.Background(), "http://127.0.0.1:1/", harness.Workload{Requests: 0, Concurrency: 1})
-	assert.ErrorContains(t, err, "requests 0 must be positive")
-}
-
-// The demo's own verdict logic must fail a row whose counts are off, or a
-// demo could never exit non-zero.
-func TestRowFailsWhenCountsDiffer(t *testing.T) {
-	s := harness.Scenario{Model: harness.CGI, App: harness.App{Store: harness.Memory, Limit: 30, Window: time.Hour}, Workload: harness.Workload{Requests: 40, Concurrency: 1}}
-	ok, why := harness.Expect(s)
-	assert.Equal(t, 40, ok)
-	assert.Contains(t, why, "never 429")
-	s.App.Store = harness.File
-	ok, _ = harness.Expect(s)
-	assert.Equal(t, 30, ok)
-	s.Model, s.App.Store, s.Workers, s.Workload.Requests = harness.Pool, harness.Memory, 4, 130
-	ok, _ = harness.Expect(s)
-	assert.Equal(t, 120, ok)
-
-	// The same CGI scenario, run for real with the memory store, but judged
-	// against the file store's prediction: it must not pass.
-	s = harness.Scenario{Model: harness.CGI, App: app(t, harness.Memory), Workload: harness.Workload{Requests: 31, Concurrency: 1}}
-	row, err := harness.Run(context.Background(), s)
-	require.NoError(t, err)
-	require.True(t, row.Pass(), "problems: %v", row.Problems)
-	rep := harness.Report{Store: "memory", Rows: []harness.Row{row}}
-	row.WantOK = 30
-	rep.Rows = append(rep.Rows, harness.Recheck(row))
-	assert.False(t, rep.Pass())
-	var out strings.Builder
-	rep.Print(&out)
-	assert.Contains(t, out.String(), "FAIL expected 30 allowed, saw 31")
-}
-
-// The workshop's login exercise: with a fail-closed file store, a request
-// whose state cannot be reached gets 503, and recovers when it can.
-func TestFailClosedServesServiceUnavailable(t *testing.T) {
-	a := app(t, harness.File)
-	a.FailPolicy = ratelab.FailClosed
-	h, err := harness.Start(harness.Config{Model: harness.Single, App: a, Stderr: new(strings.Builder)})
-	require.NoError(t, err)
-	defer h.Close()
-	post := func() int {
-		resp, err := http.Post(h.URL, "", nil)
-		require.NoError(t, err)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	require.Equal(t, http.StatusOK, post())
-	states, err := filepath.Glob(filepath.Join(a.Dir, "rate-limits", "*.json"))
-	require.NoError(t, err)
-	require.Len(t, states, 1)
-	require.NoError(t, os.Remove(states[0]))
-	require.NoError(t, os.Mkdir(states[0], 0o700)) // break it
-	assert.Equal(t, http.StatusServiceUnavailable, post())
-	require.NoError(t, os.Remove(states[0])) // repair it
-	assert.Equal(t, http.StatusOK, post())
-}
-
-// Beyond one host: two hosts, each with its own files, let 2 × limit
-// through, and two hosts of workers with their own maps 2 × workers × limit
-// (Redis, which holds the limit, is package beyondonehost's).
-func TestTwoHosts(t *testing.T) {
-	tests := []struct {
-		store    harness.StoreKind
-		wantOK   int
-		wantProc int
-	}{
-		{harness.File, 60, 4},
-		{harness.Memory, 70, 4},
-	}
-	for _, tt := range tests {
-		for _, conc := range []int{1, 8} {
-			t.Run(fmt.Sprintf("%s/concurrency-%d", tt.store, conc), func(t *testing.T) {
-				row, err := harness.Run(context.Background(), harness.Scenario{Model: harness.TwoHosts, App: app(t, tt.store), Workers: 2,
-					Workload: harness.Workload{Requests: 70, Concurrency: conc}})
-				require.NoError(t, err)
-				assert.Equal(t, tt.wantOK, row.OK, "200s")
-				assert.Equal(t, tt.wantProc, row.Processes)
-				assert.Empty(t, row.Problems)
-			})
+		_, err := harness.Run(tt.s)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: got %v, want an error containing %q", tt.name, err, tt.want)
 		}
 	}
-}
-
-// The workers' own result lines are checked against what the client saw.
-func TestWorkersTallyMustMatchTheClient(t *testing.T) {
-	row, err := harness.Run(context.Background(), harness.Scenario{Model: harness.Pool, App: app(t, harness.Memory), Workers: 2,
-		Workload: harness.Workload{Requests: 5, Concurrency: 1}})
-	require.NoError(t, err)
-	require.Empty(t, row.Problems)
-	row.OK-- // as if the client had miscounted one 200
-	row.Throttled++
-	assert.Contains(t, strings.Join(harness.Recheck(row).Problems, "; "), "workers report 5 allowed and 0 throttled, the client saw 4 and 1")
 }

@@ -16,7 +16,7 @@ import (
 
 // Request is what one client saw of one request it sent, at the client.
 type Request struct {
-	Name   string // sent in harness.RequestHeader: the hit made for it records it
+	Name   string // sent in httphost.RequestHeader: the hit made for it records it
 	Client int
 	// Sent and Done are when the client sent the request and when it got
 	// its answer or gave up (CLOCK_MONOTONIC, ns: the clock of every

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,6 +17,8 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/ratelab/ratelab/harness"
+	httphost "github.com/ratelab/ratelab/http_host"
+	"github.com/ratelab/ratelab/internal/childproc"
 )
 
 // named is hit(…) made for request name by process proc.
@@ -67,16 +71,28 @@ func TestAgree(t *testing.T) {
 	}
 }
 
-// endpoint is the harness's endpoint in this process, on the memory
-// store, every hit recorded in dir, with front put before it.
+// TestMain lets the test binary be the host's children.
+func TestMain(m *testing.M) {
+	childproc.RunIfChild(httphost.Roles())
+	os.Exit(m.Run())
+}
+
+// endpoint is the HTTP host's endpoint under the single model, on the
+// memory store, every hit recorded in dir, with front put before it in
+// this process.
 func endpoint(t *testing.T, dir string, front func(http.Handler) http.Handler) string {
 	t.Helper()
-	app := harness.App{Store: harness.Memory, Limit: 10, Window: time.Hour, Now: t0, Wrap: fmt.Sprintf("%s:0:0:%s", wrapName, dir)}
-	h, err := app.Handler(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h, err := httphost.Start(httphost.Config{Model: harness.Single, Stderr: io.Discard, Wrap: fmt.Sprintf("%s:0:0:%s", wrapName, dir),
+		App: harness.App{Store: harness.Memory, Limit: 10, Window: time.Hour, Now: t0}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(front(h))
+	t.Cleanup(func() { h.Close() })
+	target, err := url.Parse(h.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(front(httputil.NewSingleHostReverseProxy(target)))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
@@ -94,7 +110,8 @@ func everyFifthAlone(h http.Handler) http.Handler {
 	})
 }
 
-// okToRefused answers 200 where the middleware refused, its fields kept.
+// okToRefused answers 200 where the limiter refused, its fields kept, as
+// a middleware letting refused hits through would.
 func okToRefused(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(okWriter{w}, r)

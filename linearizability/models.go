@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/ratelab/ratelab"
-	"github.com/ratelab/ratelab/harness"
+	httphost "github.com/ratelab/ratelab/http_host"
 )
 
 // Every process of a harness run whose App.Wrap is wrapName plus ":" and
@@ -21,7 +21,7 @@ import (
 const wrapName = "history"
 
 func init() {
-	harness.RegisterWrap(wrapName, func(arg string, s ratelab.Store) (ratelab.Store, error) {
+	httphost.RegisterWrap(wrapName, func(arg string, s ratelab.Store) (ratelab.Store, error) {
 		f := strings.SplitN(arg, ":", 3)
 		if len(f) != 3 {
 			return nil, fmt.Errorf("linearizability: wrapper argument %q: want FAULTS:SPEED:DIR", arg)
@@ -79,14 +79,14 @@ type Answers struct{ OK, Throttled, Failed int }
 // returns the history. A request that gets neither 200 nor 429, or a
 // model that does not stop cleanly, is an error unless processes were
 // told to die; so is a stop token no process took.
-func RecordModel(ctx context.Context, cfg harness.Config, rec Recording, tmp string) (hist History, ans Answers, err error) {
+func RecordModel(ctx context.Context, cfg httphost.Config, rec Recording, tmp string) (hist History, ans Answers, err error) {
 	var reqs []Request
 	hist, err = Record(tmp, func(dir string) error {
 		if err := errors.Join(PlantKills(dir, rec.Kills), PlantStops(dir, rec.Stops)); err != nil {
 			return err
 		}
-		cfg.App.Wrap = fmt.Sprintf("%s:%d:%d:%s", wrapName, max(rec.Kills, rec.Stops), rec.Speed, dir)
-		h, err := harness.Start(cfg)
+		cfg.Wrap = fmt.Sprintf("%s:%d:%d:%s", wrapName, max(rec.Kills, rec.Stops), rec.Speed, dir)
+		h, err := httphost.Start(cfg)
 		if err != nil {
 			return err
 		}
@@ -109,7 +109,7 @@ func RecordModel(ctx context.Context, cfg harness.Config, rec Recording, tmp str
 
 // sendAll sends rec's load: Clients goroutines, each with a connection of
 // its own, each sending Hits requests in turn, each named in
-// harness.RequestHeader, and returns what each client saw.
+// httphost.RequestHeader, and returns what each client saw.
 func sendAll(ctx context.Context, url string, rec Recording) []Request {
 	reqs := make([]Request, rec.Clients*rec.Hits)
 	var wg sync.WaitGroup
@@ -156,7 +156,7 @@ func post(ctx context.Context, client *http.Client, url, name string) Request {
 	if err != nil {
 		return none
 	}
-	req.Header.Set(harness.RequestHeader, name)
+	req.Header.Set(httphost.RequestHeader, name)
 	resp, err := client.Do(req)
 	if err != nil {
 		return none

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab"
-	"github.com/ratelab/ratelab/harness"
+	httphost "github.com/ratelab/ratelab/http_host"
 )
 
 // event is one line of a history file: a call (Rule, Key, At set) or the
@@ -28,7 +28,7 @@ type event struct {
 	Allowed    bool          `json:"allowed,omitempty"`
 	Remaining  int64         `json:"remaining,omitempty"`
 	RetryAfter time.Duration `json:"retry_after,omitempty"`
-	// Req names the request the hit was made for (harness.RequestName),
+	// Req names the request the hit was made for (httphost.RequestName),
 	// on a call; "" for a hit no request named.
 	Req string `json:"req,omitempty"`
 	// Kill, on a line of its own, is when the process killed itself
@@ -114,7 +114,7 @@ func (s *recording) TakeAt(ctx context.Context, rule ratelab.Rule, key string, n
 	if s.rec.speed > 0 {
 		now = HistoryClock(call, s.rec.speed)
 	}
-	if err := s.rec.write(event{Op: op, Call: call, Rule: &rule, Key: key, At: now.UnixNano(), Req: harness.RequestName(ctx)}); err != nil {
+	if err := s.rec.write(event{Op: op, Call: call, Rule: &rule, Key: key, At: now.UnixNano(), Req: httphost.RequestName(ctx)}); err != nil {
 		return ratelab.Decision{}, fmt.Errorf("linearizability: record: %w", err)
 	}
 	fault, token := s.rec.claimFault()

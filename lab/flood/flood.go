@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab/harness"
+	httphost "github.com/ratelab/ratelab/http_host"
 	"github.com/ratelab/ratelab/internal/syncbuf"
 	"github.com/ratelab/ratelab/internal/weave"
 )
@@ -86,7 +87,7 @@ func Check(t *testing.T, a harness.App, model harness.Model, workers int, exe st
 	t.Helper()
 	a.Limit, a.Window = Limit, time.Hour
 	logs := &syncbuf.Buffer{Limit: 1 << 20}
-	h, err := harness.Start(harness.Config{Model: model, App: a, Workers: workers, Exe: exe, Stderr: logs})
+	h, err := httphost.Start(httphost.Config{Model: model, App: a, Workers: workers, Exe: exe, Stderr: logs})
 	require.NoError(t, err)
 	got := Send(t, h.URL, Requests, AtOnce)
 	require.NoError(t, h.Close(), "answers %v; logs: %.3000s", got, logs.String())

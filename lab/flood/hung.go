@@ -17,6 +17,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/harness"
+	httphost "github.com/ratelab/ratelab/http_host"
 	"github.com/ratelab/ratelab/internal/syncbuf"
 )
 
@@ -42,7 +43,7 @@ func Hung(t *testing.T, a harness.App, model harness.Model, workers int, exe str
 	t.Helper()
 	a.Limit, a.Window, a.FailPolicy = Limit, time.Hour, ratelab.FailOpen
 	logs := &syncbuf.Buffer{Limit: 1 << 20}
-	h, err := harness.Start(harness.Config{Model: model, App: a, Workers: workers, Exe: exe, Stderr: logs})
+	h, err := httphost.Start(httphost.Config{Model: model, App: a, Workers: workers, Exe: exe, Stderr: logs})
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, h.Close(), "logs: %.3000s", logs.String()) }()
 	c := newClient("127.0.0.1")

@@ -14,6 +14,7 @@ import (
 	beyondonehost "github.com/ratelab/ratelab/beyond_one_host"
 	databaselock "github.com/ratelab/ratelab/database_lock"
 	"github.com/ratelab/ratelab/harness"
+	httphost "github.com/ratelab/ratelab/http_host"
 	"github.com/ratelab/ratelab/internal/choices"
 	"github.com/ratelab/ratelab/linearizability"
 	racetests "github.com/ratelab/ratelab/race_tests"
@@ -230,7 +231,7 @@ func (c checkRun) underModel(stderr io.Writer) func(dir string) (linearizability
 		if err := app.Validate(); err != nil {
 			return linearizability.History{}, usagef("%v", err)
 		}
-		cfg := harness.Config{Model: harness.Model(c.model), App: app, Workers: c.workers, Stderr: stderr}
+		cfg := httphost.Config{Model: harness.Model(c.model), App: app, Workers: c.workers, Stderr: stderr}
 		if c.kills > 0 {
 			cfg.Stderr = io.Discard // the killed processes' clients are told, and the front logs each
 		}

@@ -10,6 +10,7 @@ import (
 
 	databaselock "github.com/ratelab/ratelab/database_lock"
 	"github.com/ratelab/ratelab/harness"
+	httphost "github.com/ratelab/ratelab/http_host"
 	"github.com/ratelab/ratelab/internal/claim"
 	"github.com/ratelab/ratelab/lab/sqlserver"
 )
@@ -168,7 +169,7 @@ func dbLessons(ctx context.Context, dsns map[harness.StoreKind]string, progress 
 
 // twoHostsOnDatabases runs the two-hosts model with files and with each
 // database, the lesson store's states cleared before every row.
-func twoHostsOnDatabases(ctx context.Context, app harness.App, workers int, o *dbOptions, dsns map[harness.StoreKind]string, progress io.Writer) (harness.Report, error) {
+func twoHostsOnDatabases(ctx context.Context, app harness.App, workers int, o *dbOptions, dsns map[harness.StoreKind]string, progress io.Writer) (httphost.Report, error) {
 	clearStates := func() error {
 		for _, db := range lessonServers() {
 			a := app
@@ -181,10 +182,10 @@ func twoHostsOnDatabases(ctx context.Context, app harness.App, workers int, o *d
 	}
 	dir, cleanup, err := scratch("db")
 	if err != nil {
-		return harness.Report{}, err
+		return httphost.Report{}, err
 	}
 	defer cleanup()
-	return databaselock.DatabaseDemo(ctx, app, workers, harness.Workload{Requests: o.requests, Concurrency: o.conc}, dir, dsns, clearStates, progress)
+	return databaselock.DatabaseDemo(ctx, app, workers, httphost.Workload{Requests: o.requests, Concurrency: o.conc}, dir, dsns, clearStates, progress)
 }
 
 // The tables the lessons write: their own, and those of the store the

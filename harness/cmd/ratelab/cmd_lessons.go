@@ -12,12 +12,13 @@ import (
 
 	beyondonehost "github.com/ratelab/ratelab/beyond_one_host"
 	"github.com/ratelab/ratelab/harness"
+	httphost "github.com/ratelab/ratelab/http_host"
 	"github.com/ratelab/ratelab/internal/claim"
 	"github.com/ratelab/ratelab/lab/bench"
 	"github.com/ratelab/ratelab/lab/redisserver"
 	racetests "github.com/ratelab/ratelab/race_tests"
 	redisstore "github.com/ratelab/ratelab/redis_store"
-	windowboundary "github.com/ratelab/ratelab/window_boundary"
+	boundaryreport "github.com/ratelab/ratelab/window_boundary/report"
 )
 
 func cmdRace(args []string, stdout, stderr io.Writer) (int, error) {
@@ -79,7 +80,7 @@ func cmdSchedules(args []string, stdout, stderr io.Writer) (int, error) {
 
 func cmdBoundary(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("boundary", stdout)
-	def := windowboundary.DefaultConfig()
+	def := boundaryreport.DefaultConfig()
 	burst := f.Int("burst", def.Burst, "GCRA: requests that may come early (> 0)")
 	seed := f.Uint64("seed", def.Seed, "seed of the random traffic")
 	procs := f.Bool("processes", true, "also run the edge pattern across processes through the file store")
@@ -92,11 +93,11 @@ func cmdBoundary(args []string, stdout, stderr io.Writer) (int, error) {
 	if *burst <= 0 {
 		return 0, usagef("-burst %d must be positive", *burst)
 	}
-	c := windowboundary.Config{Limit: f.limit, Window: f.window, Burst: *burst, Seed: *seed, T0: def.T0}
+	c := boundaryreport.Config{Limit: f.limit, Window: f.window, Burst: *burst, Seed: *seed, T0: def.T0}
 	for _, chart := range []struct {
 		file  string
-		write func(io.Writer, windowboundary.Config) error
-	}{{*svg, windowboundary.WriteSVG}, {*weightSVG, windowboundary.WriteWeightSVG}} {
+		write func(io.Writer, boundaryreport.Config) error
+	}{{*svg, boundaryreport.WriteSVG}, {*weightSVG, boundaryreport.WriteWeightSVG}} {
 		if chart.file == "" {
 			continue
 		}
@@ -119,12 +120,12 @@ func cmdBoundary(args []string, stdout, stderr io.Writer) (int, error) {
 		defer cleanup()
 		c.Dir = dir
 	}
-	rep, err := windowboundary.Demo(c)
+	rep, err := boundaryreport.Demo(c)
 	if err != nil {
 		return 0, err
 	}
 	rep.Print(stdout)
-	return claim.Verdict(stdout, rep.Pass(), windowboundary.Claim), nil
+	return claim.Verdict(stdout, rep.Pass(), boundaryreport.Claim), nil
 }
 
 func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
@@ -200,7 +201,7 @@ func cmdRedis(args []string, stdout, stderr io.Writer) (int, error) {
 	ctx := context.Background()
 	reset := func() error { return client.FlushDB(ctx).Err() }
 	progress := progressTo(stderr, *stable)
-	rep, err := beyondonehost.RedisDemo(ctx, app, f.workers, harness.Workload{Requests: *requests, Concurrency: *conc}, dir, *url, reset, progress)
+	rep, err := beyondonehost.RedisDemo(ctx, app, f.workers, httphost.Workload{Requests: *requests, Concurrency: *conc}, dir, *url, reset, progress)
 	if err != nil {
 		return 0, err
 	}

@@ -20,6 +20,7 @@ import (
 	databaselock "github.com/ratelab/ratelab/database_lock"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/harness"
+	httphost "github.com/ratelab/ratelab/http_host"
 	"github.com/ratelab/ratelab/internal/claim"
 	"github.com/ratelab/ratelab/internal/redact"
 	redisstore "github.com/ratelab/ratelab/redis_store"
@@ -54,13 +55,13 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	progress := progressTo(stderr, *stable)
-	w := harness.Workload{Requests: *requests, Concurrency: *conc}
-	var rep harness.Report
+	w := httphost.Workload{Requests: *requests, Concurrency: *conc}
+	var rep httphost.Report
 	if *outage != "" {
 		rep, err = beyondonehost.OutageDemo(context.Background(), app, f.workers, w, progress)
 	} else {
 		app.Store = harness.StoreKind(*store)
-		rep, err = harness.Demo(context.Background(), app, f.workers, w, dir, progress)
+		rep, err = httphost.Demo(context.Background(), app, f.workers, w, dir, progress)
 	}
 	if err != nil {
 		return 0, err
@@ -95,7 +96,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	addr := f.String("addr", "127.0.0.1:8080", "address to listen on")
 	appOf := f.appFlags()
 	allowEviction := f.Bool("redis-allow-eviction", false, "redis store: serve even if redis may evict keys (a maxmemory-policy other than noeviction), each eviction resetting a count")
-	cgiProcs := f.Int("cgi-procs", harness.DefaultCGIProcs, fmt.Sprintf("cgi model: programs run at once, as a shared host's entry-process limit; a request over it waits up to %v for its turn, then is answered 503 (1 to %d)", harness.DefaultTimeouts().Worker, harness.MaxCGIProcs))
+	cgiProcs := f.Int("cgi-procs", httphost.DefaultCGIProcs, fmt.Sprintf("cgi model: programs run at once, as a shared host's entry-process limit; a request over it waits up to %v for its turn, then is answered 503 (1 to %d)", httphost.DefaultTimeouts().Worker, httphost.MaxCGIProcs))
 	f.workersFlag().atFlag()
 	if err := f.parse(args); err != nil {
 		return 0, err
@@ -112,7 +113,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	defer cleanup()
-	cfg := harness.Config{Model: m, App: app, Workers: f.workers, CGIProcs: *cgiProcs}
+	cfg := httphost.Config{Model: m, App: app, Workers: f.workers, CGIProcs: *cgiProcs, TrustedProxies: f.proxies, ForwardedHeader: f.header}
 	if cfg.App.Conns, err = checkServe(cfg, *allowEviction, stderr); err != nil {
 		return 0, err
 	}
@@ -148,13 +149,13 @@ func serveApp(f *flags, appOf func() (harness.App, error)) (app harness.App, cle
 // serve starts the processes of cfg, prints the URL on stdout and what it
 // serves on stderr, and serves until SIGINT or SIGTERM; scratch says that
 // a file store's directory is serve's own, removed when it stops.
-func serve(cfg harness.Config, scratch bool, stdout, stderr io.Writer) (int, error) {
+func serve(cfg httphost.Config, scratch bool, stdout, stderr io.Writer) (int, error) {
 	// Listen for the signals before the URL is out: a script may send one
 	// the moment it reads it. SIGHUP is the terminal closing: serve stops
 	// as cleanly as on Ctrl-C, removing what it made.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	h, err := harness.Start(cfg)
+	h, err := httphost.Start(cfg)
 	if err != nil {
 		return 0, err
 	}
@@ -172,7 +173,7 @@ func serve(cfg harness.Config, scratch bool, stdout, stderr io.Writer) (int, err
 // loop of curl to try it with: as many requests as one client needs to see
 // a 429 in cfg's model and five more (harness.Expect), or, where none
 // comes, why.
-func banner(cfg harness.Config, url string, scratch bool) string {
+func banner(cfg httphost.Config, url string, scratch bool) string {
 	app := cfg.App
 	var b strings.Builder
 	fmt.Fprintf(&b, "serving model=%s store=%s, limit %d per %d s", cfg.Model, app.Store, app.Limit, app.Window/time.Second)
@@ -189,7 +190,7 @@ func banner(cfg harness.Config, url string, scratch bool) string {
 		fmt.Fprintf(&b, "; at most %d programs at once (-cgi-procs)", cfg.CGIProcs)
 	}
 	many := app.Limit*max(1, 2*cfg.Workers) + 1 // more than any model lets through
-	ok, why := harness.Expect(harness.Scenario{Model: cfg.Model, App: app, Workers: cfg.Workers, Workload: harness.Workload{Requests: many}})
+	ok, why := harness.Expect(harness.Scenario{Model: cfg.Model, App: app, Workers: cfg.Workers, Requests: many})
 	n := ok + 5
 	if ok == many {
 		n = app.Limit + 5
@@ -202,7 +203,7 @@ func banner(cfg harness.Config, url string, scratch bool) string {
 // two-line wrapper in its cgi-bin runs it once per request. Outside a CGI
 // server it prints its flags for -h and otherwise says where it belongs
 // and exits 2; under one, a configuration error is answered 500 with a
-// body that names no detail (harness.CGIErrorBody), the reason written to
+// body that names no detail (httphost.CGIErrorBody), the reason written to
 // stderr in one line (the server's error log).
 func cmdCGI(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("cgi", stdout)
@@ -211,7 +212,7 @@ func cmdCGI(args []string, stdout, stderr io.Writer) (int, error) {
 		if err := f.parse(args); errors.Is(err, flag.ErrHelp) {
 			return 0, err
 		}
-		return 0, usagef("%v", harness.ErrNotCGI)
+		return 0, usagef("%v", httphost.ErrNotCGI)
 	}
 	f.stdout = io.Discard // under a CGI server stdout is the answer
 	app, err := func() (harness.CheckedApp, error) {
@@ -225,10 +226,10 @@ func cmdCGI(args []string, stdout, stderr io.Writer) (int, error) {
 		return a.Check()
 	}()
 	if err != nil {
-		harness.CGIError(err, stderr)
+		httphost.CGIError(err, stderr)
 		return exitUsage, nil
 	}
-	if err := harness.ServeCGI(app, stderr); err != nil {
+	if err := httphost.ServeCGI(app, f.client, stderr); err != nil {
 		return exitFailure, nil // answered 500 and logged already
 	}
 	return exitOK, nil
@@ -244,12 +245,12 @@ func cmdCGI(args []string, stdout, stderr io.Writer) (int, error) {
 // latter unless allowEviction. A database's tables are created here, and
 // its connections shared out: checkServe returns how many each worker may
 // open, and warns when those already open on the server leave too few.
-func checkServe(cfg harness.Config, allowEviction bool, stderr io.Writer) (conns int, err error) {
+func checkServe(cfg httphost.Config, allowEviction bool, stderr io.Writer) (conns int, err error) {
 	if cfg.Workers > harness.MaxWorkers {
 		return 0, usagef("-workers %d: at most %d", cfg.Workers, harness.MaxWorkers)
 	}
-	if cfg.CGIProcs < 1 || cfg.CGIProcs > harness.MaxCGIProcs {
-		return 0, usagef("-cgi-procs %d: from 1 to %d", cfg.CGIProcs, harness.MaxCGIProcs)
+	if cfg.CGIProcs < 1 || cfg.CGIProcs > httphost.MaxCGIProcs {
+		return 0, usagef("-cgi-procs %d: from 1 to %d", cfg.CGIProcs, httphost.MaxCGIProcs)
 	}
 	app := cfg.App
 	switch app.Store {

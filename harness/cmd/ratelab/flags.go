@@ -16,6 +16,8 @@ import (
 	databaselock "github.com/ratelab/ratelab/database_lock"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
 	"github.com/ratelab/ratelab/harness"
+	httphost "github.com/ratelab/ratelab/http_host"
+	"github.com/ratelab/ratelab/httplimit"
 	"github.com/ratelab/ratelab/internal/choices"
 )
 
@@ -30,6 +32,10 @@ type flags struct {
 	stdout  io.Writer
 	logger  *slog.Logger
 	wait    time.Duration // the file store's lock wait; 0: its default
+	// What -trusted-proxies and -forwarded-header say, once appFlags's
+	// function has run: how the endpoint tells its clients apart.
+	proxies, header string
+	client          httplimit.Client
 }
 
 func newFlags(name string, stdout io.Writer) *flags {
@@ -215,7 +221,8 @@ func (f *flags) atOrZero() (time.Time, error) {
 // from $RATELAB_REDIS and $RATELAB_DSN when unset), -limit, -window,
 // -dir, -trusted-proxies, -forwarded-header —
 // and returns what makes the App of them once
-// the flags are parsed, a bad algorithm or policy being bad usage.
+// the flags are parsed, a bad algorithm or policy being bad usage; it
+// also sets f's clients (proxies, header, client).
 func (f *flags) appFlags() func() (harness.App, error) {
 	store := f.String("store", "", choices.Or(harness.Kinds())+" (required)")
 	algo := f.String("algorithm", "fixed", choices.Or(ratelab.Algorithms()))
@@ -245,11 +252,12 @@ func (f *flags) appFlags() func() (harness.App, error) {
 			return harness.App{}, usagef("-redis-wait-timeout %v must not be negative", *redisWaitTimeout)
 		}
 		a := harness.App{Store: harness.StoreKind(*store), Dir: f.dir,
-			Limit: f.limit, Window: f.window, Algorithm: alg, Burst: *burst, FailPolicy: policy, TrustedProxies: *proxies, ForwardedHeader: *header}
-		if _, err := a.Client(); err != nil {
+			Limit: f.limit, Window: f.window, Algorithm: alg, Burst: *burst, FailPolicy: policy}
+		if f.client, err = httphost.ClientOf(*proxies, *header); err != nil {
 			return harness.App{}, usagef("-trusted-proxies %q -forwarded-header %q: %v", *proxies, *header,
 				strings.TrimPrefix(err.Error(), "httplimit: "))
 		}
+		f.proxies, f.header = *proxies, *header
 		// A password on the command line shows in ps; in the environment,
 		// only to its own account (/proc/PID/environ is the owner's).
 		switch dsn, ok := dsns[a.Store]; {

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ratelab/ratelab/harness"
+	httphost "github.com/ratelab/ratelab/http_host"
 	"github.com/ratelab/ratelab/lab/lighttpdserver"
 	"github.com/ratelab/ratelab/lab/sqlserver"
 )
@@ -95,7 +95,7 @@ func TestUnderLighttpd(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		assert.Equal(t, http.StatusInternalServerError, resp.StatusCode)
-		assert.Equal(t, harness.CGIErrorBody+"\n", string(body), "no path, address or password reaches a visitor")
+		assert.Equal(t, httphost.CGIErrorBody+"\n", string(body), "no path, address or password reaches a visitor")
 		assert.Contains(t, srv.ErrorLog(), "does not exist", "the reason reaches the server's error log")
 	})
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/ratelab/ratelab"
 	databaselock "github.com/ratelab/ratelab/database_lock"
 	"github.com/ratelab/ratelab/harness"
+	httphost "github.com/ratelab/ratelab/http_host"
 	"github.com/ratelab/ratelab/internal/childproc"
 	"github.com/ratelab/ratelab/lab/bench"
 	"github.com/ratelab/ratelab/lab/stress"
@@ -55,7 +56,7 @@ func main() {
 	// go-redis has one logger per process: its lines (a dial that failed)
 	// become records of the program's log, as every other line is.
 	redis.SetLogger(redisstore.GoRedisLog{Logger: slog.Default()})
-	childproc.RunIfChild(harness.Roles(), racetests.Roles(), windowboundary.Roles(), stress.Roles(), databaselock.Roles(), bench.Roles())
+	childproc.RunIfChild(httphost.Roles(), racetests.Roles(), windowboundary.Roles(), stress.Roles(), databaselock.Roles(), bench.Roles())
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -206,7 +207,7 @@ func cliLogger(w io.Writer) *slog.Logger {
 	}}))
 }
 
-func printHarnessReport(stdout io.Writer, rep harness.Report, stable bool) {
+func printHarnessReport(stdout io.Writer, rep httphost.Report, stable bool) {
 	if stable {
 		rep.PrintStable(stdout)
 		return

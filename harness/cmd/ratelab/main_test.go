@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	databaselock "github.com/ratelab/ratelab/database_lock"
-	"github.com/ratelab/ratelab/harness"
+	httphost "github.com/ratelab/ratelab/http_host"
 	"github.com/ratelab/ratelab/internal/childproc"
 	"github.com/ratelab/ratelab/internal/syncbuf"
 	"github.com/ratelab/ratelab/lab/bench"
@@ -36,7 +36,7 @@ import (
 const envRunCLI = "RATELAB_TEST_RUN_CLI"
 
 func TestMain(m *testing.M) {
-	childproc.RunIfChild(harness.Roles(), racetests.Roles(), windowboundary.Roles(), stress.Roles(), databaselock.Roles(), bench.Roles())
+	childproc.RunIfChild(httphost.Roles(), racetests.Roles(), windowboundary.Roles(), stress.Roles(), databaselock.Roles(), bench.Roles())
 	if os.Getenv(envRunCLI) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}

@@ -11,7 +11,8 @@ import (
 
 	databaselock "github.com/ratelab/ratelab/database_lock"
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/sql_store"
+	httphost "github.com/ratelab/ratelab/http_host"
+	sqlstore "github.com/ratelab/ratelab/sql_store"
 )
 
 // checkDatabase creates the tables of the database store of cfg and
@@ -21,7 +22,7 @@ import (
 // each of which opens one. It returns how many each process may open, and
 // warns on stderr when the connections already open on the server leave
 // too few for all of them (databaselock.WarnConnections).
-func checkDatabase(cfg harness.Config, stderr io.Writer) (int, error) {
+func checkDatabase(cfg httphost.Config, stderr io.Writer) (int, error) {
 	app := cfg.App
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -46,7 +47,7 @@ func checkDatabase(cfg harness.Config, stderr io.Writer) (int, error) {
 // shareConns returns how many connections each process of cfg may open
 // on a server that accepts usable, and says so on stderr; more processes
 // than it has connections for is a usage error.
-func shareConns(cfg harness.Config, usable int, stderr io.Writer) (int, error) {
+func shareConns(cfg httphost.Config, usable int, stderr io.Writer) (int, error) {
 	procs := cfg.StoreProcs()
 	conns, err := sqlstore.ConnBudget(usable, procs)
 	switch {
