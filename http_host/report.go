@@ -128,13 +128,6 @@ func (r *Row) check(resps []Response) {
 	}
 }
 
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // Report is a demo's rows.
 type Report struct {
 	Store  string
