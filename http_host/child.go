@@ -132,9 +132,9 @@ func (c checked) handlerFor(store ratelab.Store, logger *slog.Logger) (http.Hand
 	// The process's own counters: under single, all of them; under a pool,
 	// the worker that answers; under CGI, one request's.
 	mux.Handle("GET /metrics", metrics)
-	mux.Handle("/", mw.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("/", withRequestName(mw.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "demo started by process %s\n", pid)
-	})))
+	}))))
 	return mux, nil
 }
 

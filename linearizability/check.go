@@ -15,6 +15,15 @@ type Verdict struct {
 	Pending      int
 	Processes    int
 	Took         time.Duration // the checker's time
+	// Span is the time between the earliest and the latest instant the
+	// hits gave their store (History.Span).
+	Span time.Duration
+	// Clients, if not nil, is what the clients saw that the history does
+	// not record (History.Agree): the verdict is then not linearizable.
+	Clients error
+	// Requests is how many requests the clients sent (0 when they were
+	// not recorded), Unanswered how many of them got neither 200 nor 429.
+	Requests, Unanswered int
 }
 
 // String is the verdict line: it contains "linearizable" or "not
@@ -25,7 +34,14 @@ func (v Verdict) String() string {
 	if !v.Linearizable {
 		s = "not linearizable"
 	}
-	return s + ": " + v.Counts()
+	s += ": " + v.Counts()
+	if v.Unanswered > 0 {
+		s += fmt.Sprintf("; %d of %d requests unanswered", v.Unanswered, v.Requests)
+	}
+	if v.Clients != nil {
+		s += "; " + v.Clients.Error()
+	}
+	return s
 }
 
 // Counts is what the verdict was reached on: the operations, the
@@ -52,7 +68,13 @@ func Check(h History, html string, timeout time.Duration) (Verdict, error) {
 	start := time.Now()
 	res, info := porcupine.CheckOperationsVerbose(model, h.Ops, timeout)
 	v := Verdict{Linearizable: res == porcupine.Ok, Ops: len(h.Ops), Pending: h.Pending, Processes: h.Processes,
-		Took: time.Since(start)}
+		Took: time.Since(start), Span: h.Span()}
+	if h.Requests != nil {
+		if v.Clients = h.Agree(); v.Clients != nil {
+			v.Linearizable = false
+		}
+		v.Requests, v.Unanswered = len(h.Requests), len(h.Requests)-count(h.Requests).OK-count(h.Requests).Throttled
+	}
 	if res == porcupine.Unknown {
 		return v, fmt.Errorf("%w (%v, %d operations)", ErrUndecided, timeout, len(h.Ops))
 	}

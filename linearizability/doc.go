@@ -6,9 +6,14 @@
 // whether some one-at-a-time order of the hits, each placed between its
 // call and its return, reproduces every decision a client saw.
 //
-// The order is judged against the rule's pure step, package algorithm's
-// Take: the sequential specification of a limiter is exactly the step the
-// stores run under their lock. A history is linearizable when the store
+// The order is judged against a sequential specification written apart
+// from package algorithm, whose steps the stores run (spec.go): one short
+// function per algorithm, in the words of the chapter on window
+// boundaries, that a reader can check by hand. A decision bug in package
+// algorithm — one hit too many, a window reset a second late — makes
+// histories that no order of the specification explains, which it could
+// not if the specification were the code it checks. A history is
+// linearizable when the store
 // behaved as if its hits had happened one at a time, in an order that
 // respects real time; a memory store under a worker pool, or a file
 // store without its lock, produces histories no order explains — two

@@ -63,6 +63,9 @@ func (r *Recorder) claimFault() (fault, token int) {
 func (r *Recorder) suffer(fault, token int, after bool) error {
 	switch {
 	case fault == killBefore && !after, fault == killAfter && after:
+		if err := r.write(event{Kill: monotonic()}); err != nil {
+			return fmt.Errorf("linearizability: record: %w", err)
+		}
 		die()
 	case fault == stopBefore && !after, fault == stopAfter && after:
 		return r.pause(token)

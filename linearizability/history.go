@@ -17,11 +17,46 @@ import (
 
 // History is every hit the processes of one run recorded, as porcupine
 // operations: Input is an input, Output an output, ClientId the process
-// (the order of its history file).
+// (the order of its history file), Metadata the name of the request the
+// hit was made for ("" if none).
 type History struct {
 	Ops       []porcupine.Operation
 	Processes int
 	Pending   int // calls with no return: killed mid-hit, failed, or not counted
+	// Kills maps each process (ClientId) that killed itself mid-hit to
+	// the instant (CLOCK_MONOTONIC, ns) it wrote just before its SIGKILL.
+	Kills map[int]int64
+	// Requests, for a run whose clients were recorded (RecordModel), is
+	// what each client saw of each request it sent.
+	Requests []Request
+}
+
+// Span is the time between the earliest and the latest instant the
+// history's hits gave their store.
+func (h History) Span() time.Duration {
+	if len(h.Ops) == 0 {
+		return 0
+	}
+	first, last := h.Ops[0].Input.(input).At, h.Ops[0].Input.(input).At
+	for _, op := range h.Ops {
+		at := op.Input.(input).At
+		first, last = minTime(first, at), maxTime(last, at)
+	}
+	return last.Sub(first)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // input is what a hit gave its store.
@@ -51,9 +86,15 @@ func Read(dir string) (History, error) {
 	slices.Sort(names)
 	h := History{Processes: len(names)}
 	for client, name := range names {
-		ops, err := readFile(name, client)
+		ops, kills, err := readFile(name, client)
 		if err != nil {
 			return History{}, err
+		}
+		if len(kills) > 0 {
+			if h.Kills == nil {
+				h.Kills = map[int]int64{}
+			}
+			h.Kills[client] = kills[0]
 		}
 		for _, op := range ops {
 			if !op.Output.(output).Known {
@@ -65,26 +106,30 @@ func Read(dir string) (History, error) {
 	return h, nil
 }
 
-// readFile reads one process's history.
-func readFile(name string, client int) ([]porcupine.Operation, error) {
+// readFile reads one process's history: its operations, and the instant
+// it killed itself, if it did.
+func readFile(name string, client int) (ops []porcupine.Operation, kills []int64, err error) {
 	f, err := os.Open(name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
-	var ops []porcupine.Operation
 	at := map[int64]int{} // op number → its place in ops
 	sc := bufio.NewScanner(f)
 	for line := 1; sc.Scan(); line++ {
 		var e event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("linearizability: %s:%d: %w", name, line, err)
+			return nil, nil, fmt.Errorf("linearizability: %s:%d: %w", name, line, err)
+		}
+		if e.Kill != 0 {
+			kills = append(kills, e.Kill)
+			continue
 		}
 		if err := add(&ops, at, e, client); err != nil {
-			return nil, fmt.Errorf("linearizability: %s:%d: %w", name, line, err)
+			return nil, nil, fmt.Errorf("linearizability: %s:%d: %w", name, line, err)
 		}
 	}
-	return ops, sc.Err()
+	return ops, kills, sc.Err()
 }
 
 // add adds the call or return e to ops.
@@ -99,7 +144,7 @@ func add(ops *[]porcupine.Operation, at map[int64]int, e event, client int) erro
 		at[e.Op] = len(*ops)
 		*ops = append(*ops, porcupine.Operation{ClientId: client, Call: e.Call, Return: math.MaxInt64,
 			Input:  input{Rule: e.Rule.Normalized(), Key: e.Key, At: time.Unix(0, e.At).UTC()},
-			Output: output{}})
+			Output: output{}, Metadata: e.Req})
 		return nil
 	}
 	i, ok := at[e.Op]

@@ -2,45 +2,52 @@ package linearizability
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/anishathalye/porcupine"
-
-	"github.com/ratelab/ratelab/algorithm"
 )
 
 // !+model
 
-// model is a rate limiter's sequential specification: the state of one
-// key under one rule is its encoding (empty when absent), and a hit steps
-// it exactly as every store does, with algorithm.Take at the hit's own
-// instant. A hit fits where the step's decision is the one its client was
+// model is a rate limiter's sequential specification for porcupine: the
+// state of one key under one rule starts absent, and a hit steps it with
+// the specification of its rule's algorithm (spec.go) at the hit's own
+// instant. A hit fits where the step's answer is the one its client was
 // told; a hit nobody was told about fits anywhere.
 var model = porcupine.Model{
 	Partition: byRuleAndKey,
-	Init:      func() any { return "" },
+	Init:      func() any { return nil },
 	Step: func(state, in, out any) (bool, any) {
 		i, o := in.(input), out.(output)
-		res, err := algorithm.Take(nil, []byte(state.(string)), i.Rule, i.At)
-		if err != nil {
-			return false, state
-		}
-		next := state
-		if res.State != nil {
-			next = string(res.State)
-		}
-		d := res.Decision
-		return !o.Known || d.Allowed == o.Allowed && d.Remaining == o.Remaining && d.RetryAfter == o.RetryAfter, next
+		next, t := specStep(state, i.Rule, i.At)
+		return !o.Known || t == told{o.Allowed, o.Remaining, o.RetryAfter}, next
 	},
+	Equal:             sameState,
 	DescribeOperation: describeHit,
+	DescribeOperationMetadata: func(req any) string {
+		if req == "" || req == nil {
+			return ""
+		}
+		return fmt.Sprintf("request %v", req)
+	},
 	DescribeState: func(state any) string {
-		if state == "" {
+		if state == nil {
 			return "no state"
 		}
-		return state.(string)
+		return fmt.Sprintf("%+v", state)
 	},
 }
 
 // !-model
+
+// sameState reports whether two states of the specification are equal.
+func sameState(a, b any) bool {
+	if la, ok := a.(logState); ok {
+		lb, ok := b.(logState)
+		return ok && slices.Equal(la.allowed, lb.allowed)
+	}
+	return a == b
+}
 
 // byRuleAndKey splits a history into the hits of each state: a rule's
 // name and algorithm, and a key. Hits of different states never affect

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab"
+	httphost "github.com/ratelab/ratelab/http_host"
 )
 
 // event is one line of a history file: a call (Rule, Key, At set) or the
@@ -27,6 +28,12 @@ type event struct {
 	Allowed    bool          `json:"allowed,omitempty"`
 	Remaining  int64         `json:"remaining,omitempty"`
 	RetryAfter time.Duration `json:"retry_after,omitempty"`
+	// Req names the request the hit was made for (httphost.RequestName),
+	// on a call; "" for a hit no request named.
+	Req string `json:"req,omitempty"`
+	// Kill, on a line of its own, is when the process killed itself
+	// (CLOCK_MONOTONIC, ns), written just before its SIGKILL.
+	Kill int64 `json:"kill,omitempty"`
 }
 
 // Recorder writes the hits of one process to a file of its own in a
@@ -37,8 +44,23 @@ type Recorder struct {
 	mu     sync.Mutex
 	f      *os.File
 	dir    string
-	faults int // the fault tokens this process looks for (fault.go)
+	faults int   // the fault tokens this process looks for (fault.go)
+	speed  int64 // the history's clock's speed; 0: the instants given (Recording.Speed)
 	next   atomic.Int64
+}
+
+// MaxSpeed is the fastest the history's clock may run.
+const MaxSpeed = 100
+
+// historyEpoch is where the history's clock starts: it reads historyEpoch
+// plus CLOCK_MONOTONIC run speed times as fast, the same in every process
+// of the host.
+var historyEpoch = time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)
+
+// HistoryClock is the instant on the history's clock, run speed times as
+// fast, of the CLOCK_MONOTONIC stamp mono (nanoseconds).
+func HistoryClock(mono, speed int64) time.Time {
+	return historyEpoch.Add(time.Duration(mono * speed))
 }
 
 // NewRecorder creates this process's history file in dir, which must
@@ -88,8 +110,11 @@ type recording struct {
 // TakeAt records the call, takes the hit in the wrapped store, and
 // records the decision.
 func (s *recording) TakeAt(ctx context.Context, rule ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
-	op := s.rec.next.Add(1)
-	if err := s.rec.write(event{Op: op, Call: monotonic(), Rule: &rule, Key: key, At: now.UnixNano()}); err != nil {
+	op, call := s.rec.next.Add(1), monotonic()
+	if s.rec.speed > 0 {
+		now = HistoryClock(call, s.rec.speed)
+	}
+	if err := s.rec.write(event{Op: op, Call: call, Rule: &rule, Key: key, At: now.UnixNano(), Req: httphost.RequestName(ctx)}); err != nil {
 		return ratelab.Decision{}, fmt.Errorf("linearizability: record: %w", err)
 	}
 	fault, token := s.rec.claimFault()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -52,6 +53,7 @@ func TestCheckOneHistory(t *testing.T) {
 		{[]string{"-store", "memory", "-model", "pool", "-html", html}, exitFailure, "not linearizable: 80 operations from 4 processes"},
 		{[]string{"-store", "file", "-model", "cgi", "-algorithm", "log", "-clients", "4", "-hits", "5"}, exitOK, "linearizable: 20 operations from 20 processes"},
 		{[]string{"-counter", "lock-free"}, exitFailure, "not linearizable: 80 operations from 8 processes"},
+		{[]string{"-store", "file", "-model", "single", "-algorithm", "sliding", "-window", "1s", "-speed", "5"}, exitOK, "linearizable: 80 operations from 1 process"},
 	} {
 		code, out, errb := cli(append([]string{"check"}, tt.args...)...)
 		if code != tt.code || !strings.HasPrefix(out, tt.out) {
@@ -63,6 +65,26 @@ func TestCheckOneHistory(t *testing.T) {
 	}
 	if b, err := os.ReadFile(html); err != nil || !strings.Contains(string(b), "<html") {
 		t.Errorf("-html: %v, %d bytes, want porcupine's page", err, len(b))
+	}
+}
+
+// -runs records one history after another until one is not
+// linearizable, a verdict line for each.
+func TestCheckRuns(t *testing.T) {
+	for _, tt := range []struct {
+		args  []string
+		code  int
+		lines []string
+	}{
+		{[]string{"-store", "memory", "-model", "single", "-clients", "2", "-hits", "3", "-runs", "3"}, exitOK,
+			slices.Repeat([]string{"linearizable: 6 operations from 1 process (0 without an answer)"}, 3)},
+		{[]string{"-store", "memory", "-model", "pool", "-runs", "5"}, exitFailure,
+			[]string{"not linearizable: 80 operations from 4 processes (0 without an answer)"}},
+	} {
+		code, out, errb := cli(append([]string{"check"}, tt.args...)...)
+		if got := strings.Split(strings.TrimSuffix(out, "\n"), "\n"); code != tt.code || !slices.Equal(got, tt.lines) {
+			t.Errorf("check %v: exit %d, %q; want exit %d, %q\n%s", tt.args, code, got, tt.code, tt.lines, errb)
+		}
 	}
 }
 
@@ -78,6 +100,13 @@ func TestCheckUsage(t *testing.T) {
 		{"-counter", "mutex"},
 		{"-html", "x.html"},
 		{"-store", "file", "-algorithm", "leaky"},
+		{"-store", "file", "-window", "1500ms"},
+		{"-store", "file", "-speed", "101"},
+		{"-store", "file", "-speed", "5", "-hits", "7"},
+		{"-counter", "flock", "-speed", "5"},
+		{"-store", "redis", "-fault", "failover", "-window", "1s"},
+		{"-store", "file", "-runs", "0"},
+		{"-runs", "2"},
 	} {
 		if code, _, errb := cli(append([]string{"check"}, args...)...); code != exitUsage {
 			t.Errorf("check %v: exit %d, want %d (usage)\n%s", args, code, exitUsage, errb)

@@ -27,8 +27,15 @@ type checkRun struct {
 	algorithm     ratelab.Algorithm
 	clients, hits int
 	workers       int
-	kills         int // processes killed mid-hit (-fault kill)
-	stops         int // processes stopped mid-hit, then continued (-fault stop)
+	// window is the rule's (0: an hour); speed, if not 0, runs the
+	// stores on the history's clock, that many times as fast, and paces
+	// the clients across windows (-speed).
+	window time.Duration
+	speed  int64
+	// histories is how many histories of c ratelab check records (-runs).
+	histories int
+	kills     int // processes killed mid-hit (-fault kill)
+	stops     int // processes stopped mid-hit, then continued (-fault stop)
 	// counter, if set, runs race_tests' counter (lock-free or flock) in
 	// processes hitting it directly, instead of store under model.
 	counter string
@@ -65,27 +72,66 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	f.StringVar(&c.counter, "counter", "", "lock-free or flock: race_tests' counter in processes that hit it directly, instead of -store")
 	f.StringVar(&c.svg, "svg", "", "draw the history as a sequence diagram in this file (for one client: -clients 1)")
 	f.StringVar(&c.html, "html", "", "write porcupine's visualization of the history to this file")
-	f.workersFlag()
+	f.Int64Var(&c.speed, "speed", 0, fmt.Sprintf("0: the stores read the wall clock; 1 to %d: they read the history's clock (CLOCK_MONOTONIC) run that many times as fast, the clients send 2 hits per window each, and the limit is half the clients (a 1s window at 5 passes in 200ms)", linearizability.MaxSpeed))
+	f.IntVar(&c.histories, "runs", 1, "histories to record and check, one after another, until one is not linearizable (1 to 1000)")
+	f.workersFlag().windowFlag()
 	if err := f.parse(args); err != nil {
 		return 0, err
 	}
-	c.workers, c.algorithm, c.store = f.workers, ratelab.Algorithm(*alg), harness.StoreKind(*store)
+	c.workers, c.algorithm, c.store, c.window = f.workers, ratelab.Algorithm(*alg), harness.StoreKind(*store), f.window
 	if err := c.check(*fault); err != nil {
 		return 0, err
 	}
 	if c.store == "" && c.counter == "" {
 		return checkClaims(stdout, stderr)
 	}
-	v, err := c.run(stderr)
+	v, err := c.runs(stdout, stderr)
 	if err != nil {
 		return 0, err
 	}
-	fmt.Fprintln(stdout, v)
-	fmt.Fprintf(stderr, "check: the checker took %v\n", v.Took.Round(time.Millisecond))
 	if !v.Linearizable {
 		return exitFailure, nil
 	}
 	return exitOK, nil
+}
+
+// checkRepeats reports bad -runs, -window and -speed.
+func (c *checkRun) checkRepeats(fault string) error {
+	switch {
+	case c.histories < 1 || c.histories > 1000:
+		return usagef("-runs %d: 1 to 1000", c.histories)
+	case c.histories > 1 && c.store == "" && c.counter == "":
+		return usagef("-runs needs -store or -counter: the table of claims runs each row once")
+	case c.speed < 0 || c.speed > linearizability.MaxSpeed:
+		return usagef("-speed %d: 0 to %d", c.speed, linearizability.MaxSpeed)
+	case (c.speed > 0 || c.window != time.Hour) && (c.store == "" || c.mistake != "" || fault == "failover" || fault == "move"):
+		return usagef("-window and -speed need -store, under an execution model")
+	case c.speed > 0 && c.hits < 2*minWindows+2:
+		return usagef("-speed needs -hits %d or more: two a window, across %d windows", 2*minWindows+2, minWindows)
+	}
+	return nil
+}
+
+// runs records and checks -runs histories of c, one after another, and
+// prints the verdict of each; it stops at the first that is not
+// linearizable, and returns it, or the last.
+func (c checkRun) runs(stdout, stderr io.Writer) (linearizability.Verdict, error) {
+	var v linearizability.Verdict
+	for range c.histories {
+		var err error
+		if v, err = c.run(stderr); err != nil {
+			return v, err
+		}
+		fmt.Fprintln(stdout, v)
+		fmt.Fprintf(stderr, "check: the checker took %v\n", v.Took.Round(time.Millisecond))
+		if c.speed > 0 {
+			fmt.Fprintf(stderr, "check: the hits' instants span %.1f windows of the history's clock\n", float64(v.Span)/float64(c.window))
+		}
+		if !v.Linearizable {
+			break
+		}
+	}
+	return v, nil
 }
 
 // check reports bad flags, and reads -fault.
@@ -113,6 +159,9 @@ func (c *checkRun) check(fault string) error {
 		return usagef("-store and -counter: choose one")
 	case c.counter != "" && c.counter != "lock-free" && c.counter != "flock":
 		return usagef("-counter %q: use lock-free or flock", c.counter)
+	}
+	if err := c.checkRepeats(fault); err != nil {
+		return err
 	}
 	c.kills, c.stops = map[string]int{"kill": 2}[fault], map[string]int{"stop": 2}[fault]
 	c.failover, c.move = fault == "failover", fault == "move"
@@ -151,6 +200,9 @@ func (c checkRun) run(stderr io.Writer) (linearizability.Verdict, error) {
 	if c.kills > 0 && hist.Pending < c.kills {
 		return linearizability.Verdict{}, fmt.Errorf("check: %d processes were to die mid-hit, the history shows %d", c.kills, hist.Pending)
 	}
+	if n := hist.Span() / c.ruleWindow(); c.speed > 0 && n < minWindows {
+		return linearizability.Verdict{}, fmt.Errorf("check: the hits' instants span %d whole windows, fewer than %d: the run crossed too few", n, minWindows)
+	}
 	v, err := linearizability.Check(hist, c.html, checkTimeout)
 	if errors.Is(err, linearizability.ErrUndecided) {
 		return v, fmt.Errorf("check: %w: use fewer -clients or -hits", err)
@@ -162,8 +214,11 @@ func (c checkRun) run(stderr io.Writer) (linearizability.Verdict, error) {
 // its server private, half the hits allowed and half refused.
 func (c checkRun) underModel(stderr io.Writer) func(dir string) (linearizability.History, error) {
 	return func(dir string) (linearizability.History, error) {
-		limit := max(c.clients*c.hits/2, 1)
-		app := harness.App{Store: c.store, Dir: dir, Limit: limit, Window: time.Hour, Algorithm: c.algorithm,
+		limit, gap := max(c.clients*c.hits/2, 1), time.Duration(0)
+		if c.speed > 0 { // two hits per client per window, a quarter allowed
+			limit, gap = max(c.clients/2, 1), c.ruleWindow()/time.Duration(c.speed)/2
+		}
+		app := harness.App{Store: c.store, Dir: dir, Limit: limit, Window: c.ruleWindow(), Algorithm: c.algorithm,
 			FailPolicy: ratelab.FailClosed}
 		if c.algorithm == ratelab.GCRA {
 			app.Burst = limit
@@ -180,9 +235,22 @@ func (c checkRun) underModel(stderr io.Writer) func(dir string) (linearizability
 		if c.kills > 0 {
 			cfg.Stderr = io.Discard // the killed processes' clients are told, and the front logs each
 		}
-		hist, _, err := linearizability.RecordModel(context.Background(), cfg, linearizability.Recording{Clients: c.clients, Hits: c.hits, Kills: c.kills, Stops: c.stops}, dir)
+		hist, _, err := linearizability.RecordModel(context.Background(), cfg, linearizability.Recording{Clients: c.clients, Hits: c.hits,
+			Kills: c.kills, Stops: c.stops, Speed: c.speed, Gap: gap}, dir)
 		return hist, err
 	}
+}
+
+// minWindows is how many whole windows the instants of a run with -speed
+// must span: fewer, and it did not cross the resets it is run for.
+const minWindows = 3
+
+// ruleWindow is the rule's window: -window, or an hour.
+func (c checkRun) ruleWindow() time.Duration {
+	if c.window == 0 {
+		return time.Hour
+	}
+	return c.window
 }
 
 // lesson returns what records c's history when it is one of the lessons'
