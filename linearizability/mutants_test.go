@@ -16,10 +16,10 @@ type mutant struct {
 	args                 []string
 }
 
-// mutants are the table, the bugs made in the code itself rather
-// than in a test's copy of a step: a decision bug in package algorithm,
-// the same in the Redis store's script, a front and a middleware that
-// answer what no hit decided, and a file store that holds no lock.
+// mutants are bugs of the table made in the code itself rather
+// than in a test's copy of a step: decision bugs in package algorithm and
+// in the Redis store's script, a middleware that answers what no hit
+// decided, and a file store that holds no lock.
 var mutants = []mutant{
 	{"the fixed window allows limit+1", "algorithm/fixed.go",
 		"Allowed:    count <= r.Limit,", "Allowed:    count <= r.Limit+1,",
@@ -27,6 +27,12 @@ var mutants = []mutant{
 	{"the fixed window resets a second late", "algorithm/fixed.go",
 		"if s.ResetAt <= t {", "if s.ResetAt < t {",
 		[]string{"-store", "file", "-model", "pool", "-window", "1s", "-speed", "5"}},
+	{"GCRA allows one interval more of burst", "algorithm/gcra.go",
+		"allowAt := newTAT - r.Burst*interval", "allowAt := newTAT - (r.Burst+1)*interval",
+		[]string{"-store", "file", "-model", "pool", "-algorithm", "gcra"}},
+	{"the Redis store's GCRA script allows one interval more of burst", "redis_store/scripts.go",
+		"local allowat = tat + interval - burstOff", "local allowat = tat - burstOff",
+		[]string{"-store", "redis", "-model", "pool", "-algorithm", "gcra"}},
 	{"the middleware answers 200 to a refused hit", "httplimit/middleware.go",
 		"\tdefault:\n\t\tl.count(d.Rule.Name, refusedOutcome(d))", "\tdefault:\n\t\tl.count(d.Rule.Name, refusedOutcome(d))\n\t\tl.next.ServeHTTP(w, r)\n\t\treturn",
 		[]string{"-store", "file", "-model", "single"}},
