@@ -246,3 +246,31 @@ func TestTheREADMECountsTheCore(t *testing.T) {
 		}
 	}
 }
+
+// TestNoBuildOutputIsTracked keeps what a build makes out of git: no
+// tracked file is an executable of any system, or larger than 1 MiB (a
+// binary once sat at the root, 23.6 MB, from a go build run there).
+func TestNoBuildOutputIsTracked(t *testing.T) {
+	out, err := exec.Command("git", "ls-files", "-z").Output()
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err)
+	}
+	magic := [][]byte{[]byte("\x7fELF"), []byte("MZ"), {0xcf, 0xfa, 0xed, 0xfe}, {0xfe, 0xed, 0xfa, 0xcf}}
+	for _, f := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		b, err := os.ReadFile(f)
+		if os.IsNotExist(err) {
+			continue // deleted in the work tree
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > 1<<20 {
+			t.Errorf("%s is tracked and holds %d bytes: build output or data that belongs elsewhere", f, len(b))
+		}
+		for _, m := range magic {
+			if bytes.HasPrefix(b, m) {
+				t.Errorf("%s is tracked and is an executable: add it to .gitignore and git rm --cached it", f)
+			}
+		}
+	}
+}
