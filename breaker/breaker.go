@@ -226,7 +226,9 @@ func (b *Breaker) judge(err error, failed, trips int, quiet time.Duration, log *
 		return 0
 	}
 	failed++
-	if failed >= trips && !b.down.Load() && time.Since(b.lastAnswer()) >= quiet {
+	// An answer from the future is no evidence: a clock stepped back, or a
+	// file someone else wrote.
+	if age := time.Since(b.lastAnswer()); failed >= trips && !b.down.Load() && (age >= quiet || age < -quiet) {
 		if serr := b.set(true); serr != nil {
 			log.Error("breaker: the store does not answer, and the breaker cannot say so", "err", serr)
 		} else {

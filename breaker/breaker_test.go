@@ -188,10 +188,15 @@ func TestAStoreThatAnswersHitsIsNotHung(t *testing.T) {
 		quiet    time.Duration
 		answered bool
 		down     bool
+		future   bool // the answer recorded two hours ahead of the clock
 	}{
-		{"a hit answered within Quiet", time.Hour, true, false},
-		{"no hit answered", time.Hour, false, true},
-		{"the last answer older than Quiet", time.Nanosecond, true, true},
+		{"a hit answered within Quiet", time.Hour, true, false, false},
+		{"no hit answered", time.Hour, false, true, false},
+		{"the last answer older than Quiet", time.Nanosecond, true, true, false},
+		// The attacker's finding: a timestamp far ahead (a clock stepped
+		// back, a file written by hand) kept the breaker closed on a hung
+		// store.
+		{"an answer from the future", time.Hour, false, true, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "breaker")
@@ -204,6 +209,9 @@ func TestAStoreThatAnswersHitsIsNotHung(t *testing.T) {
 			if tt.answered {
 				_, err := breaker.Wrap(&store{}, worker).TakeAt(context.Background(), ratelab.Rule{}, "k", time.Time{})
 				require.NoError(t, err)
+			}
+			if tt.future {
+				worker.Answered(time.Now().Add(2 * time.Hour))
 			}
 
 			p := pinger{calls: make(chan chan error)}

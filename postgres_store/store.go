@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,7 +17,7 @@ import (
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
 	"github.com/ratelab/ratelab/internal/redact"
-	"github.com/ratelab/ratelab/sql_store"
+	sqlstore "github.com/ratelab/ratelab/sql_store"
 )
 
 // DefaultTimeout bounds one hit, lock wait included, by default.
@@ -86,6 +87,9 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 // for the WAL flush (synchronous_commit=off) unless the URL sets
 // synchronous_commit: see the package doc.
 func OpenPool(url string, timeout time.Duration, maxConns int) (*pgxpool.Pool, error) {
+	if err := checkUserinfo(url); err != nil {
+		return nil, err
+	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgresstore: %w", redact.Err(err, url))
@@ -222,3 +226,22 @@ func (s *Store) Reset(ctx context.Context, r ratelab.Rule, key string) error {
 // tables, and leaves the tables: what a demonstration does between runs
 // that must each start afresh. A live limiter has no use for it.
 func (s *Store) Clear(ctx context.Context) error { return s.base.Clear(ctx) }
+
+// checkUserinfo refuses a URL whose authority holds more than one '@': a
+// password with a bare '@' in it. pgx reads the host from the first '@',
+// net/url (and so ratelab's masking) from the last, and what lies
+// between — the password's tail — was printed as a host nobody could
+// resolve, in serve's logs (the attacker's finding).
+func checkUserinfo(url string) error {
+	_, rest, ok := strings.Cut(url, "://")
+	if !ok {
+		return nil // a key=value DSN: no authority
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	if strings.Count(rest, "@") > 1 {
+		return errors.New("postgresstore: the URL's user information holds an '@': write it as %40 in the password")
+	}
+	return nil
+}

@@ -103,3 +103,22 @@ func TestCheckWritesFindsAServerThatRefusesThem(t *testing.T) {
 		assert.Contains(t, err.Error(), "OOM")
 	}
 }
+
+// The attacker's finding: a Redis that began refusing the password while
+// serve ran (CONFIG SET requirepass, then CLIENT KILL) failed the breaker
+// watcher's pings with WRONGPASS, the breaker opened once no hit had been
+// answered for 2 s, and under fail-open 50 of 50 requests went through at
+// a limit of 5. An error reply is an answer: the server is alive, and
+// its refusal is the hits' to report (ErrRefused, never let through).
+func TestAServerThatRefusesThePasswordAnswersPings(t *testing.T) {
+	srv := redisserver.ForTest(t)
+	admin := srv.Client()
+	defer admin.Close()
+	require.NoError(t, admin.ConfigSet(context.Background(), "requirepass", "sesame").Err())
+	rc, err := redisstore.NewClient("redis://:wrong@"+srv.Addr+"/0", 0)
+	require.NoError(t, err)
+	defer rc.Close()
+	s, err := redisstore.New(rc, redisstore.Options{Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	assert.NoError(t, s.Ping(context.Background()), "a refusal is a sign of life")
+}

@@ -128,6 +128,8 @@ type DatabaseStore interface {
 	CheckServer(ctx context.Context) error
 	// Key is the primary key of the row of key under r.
 	Key(r ratelab.Rule, key string) string
+	// Ping asks the server for a sign of life (package breaker).
+	Ping(ctx context.Context) error
 }
 
 // Database describes a database store and its private server to
@@ -300,7 +302,10 @@ func prepareAtOnce(t *testing.T, d Database) {
 }
 
 // refused checks that settings the server refuses wrap the package's
-// ErrRefused, and that a server nobody answers for does not.
+// ErrRefused, and that a server nobody answers for does not; and that
+// the refusal answers a ping — the server is alive, and a breaker must
+// not open on it (the attacker's finding: a Redis refusing the password
+// opened it, and fail-open let every hit through).
 func refused(t *testing.T, d Database) {
 	for _, tc := range []struct {
 		name, dsn string
@@ -310,9 +315,12 @@ func refused(t *testing.T, d Database) {
 		{"missing database", d.MissingDB, true},
 		{"nobody listening", d.Unreachable, false},
 	} {
-		err := d.Connect(t, tc.dsn, time.Second)(Options{}).CheckServer(context.Background())
+		s := d.Connect(t, tc.dsn, time.Second)(Options{})
+		err := s.CheckServer(context.Background())
 		require.Error(t, err, tc.name)
 		assert.Equal(t, tc.refused, errors.Is(err, d.Refused), "%s: %v", tc.name, err)
+		perr := s.Ping(context.Background())
+		assert.Equal(t, tc.refused, perr == nil, "%s: a ping answered: %v", tc.name, perr)
 	}
 }
 
