@@ -12,8 +12,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// workChild works for CHILDPROC_WORK, in steps of 10 ms, beating a Pulse
-// every CHILDPROC_PULSE unless that is 0, then says "result done".
+// workChild says "started", works for CHILDPROC_WORK, in steps of 10
+// ms, beating a Pulse every CHILDPROC_PULSE unless that is 0, then says
+// "result done".
 func workChild() error {
 	work, err := time.ParseDuration(os.Getenv("CHILDPROC_WORK"))
 	if err != nil {
@@ -24,6 +25,7 @@ func workChild() error {
 		return err
 	}
 	pulse := Pulse{every: every}
+	Say("started")
 	for end := time.Now().Add(work); time.Now().Before(end); {
 		time.Sleep(10 * time.Millisecond) // the work: a step that takes time
 		if every > 0 {
@@ -51,6 +53,12 @@ func TestExpectWaitsForAChildThatSaysItIsAlive(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(p.Kill)
+			// Starting is not the work: a race-enabled binary took over a
+			// second to start on the busy suite. The short wait is the
+			// work's alone.
+			if _, err := p.Expect("started"); err != nil {
+				t.Fatal(err)
+			}
 			p.timeout = time.Second
 			got, err := p.Expect("result ")
 			switch {
