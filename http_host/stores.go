@@ -39,8 +39,8 @@ func (p procStore) prepare(ctx context.Context) error {
 }
 
 // newStore makes the process's store, behind the host's breaker if it has
-// one, and behind the App's fail policy (harness.OpenStore, with the
-// breaker between).
+// one and its state can be read, and behind the App's fail policy
+// (harness.OpenStore, with the breaker between).
 func (c checked) newStore(logger *slog.Logger) (procStore, error) {
 	k, err := c.App.KindOf()
 	if err != nil {
@@ -52,11 +52,15 @@ func (c checked) newStore(logger *slog.Logger) (procStore, error) {
 	}
 	s, brk := raw, (*breaker.Breaker)(nil)
 	if c.Breaker != "" {
+		// A state that cannot be read is a closed breaker (Breaker.Down):
+		// its directory removed under a running serve must not fail
+		// every hit.
 		if brk, err = breaker.Open(c.Breaker); err != nil {
-			closer.Close()
-			return procStore{}, fmt.Errorf("httphost: %w", err)
+			logger.Warn("httphost: the breaker's state cannot be read: hits go to the store, which answers for itself", "err", err)
+			brk = nil
+		} else {
+			s, closer = breaker.Wrap(raw, brk), closers{closer, brk}
 		}
-		s, closer = breaker.Wrap(raw, brk), closers{closer, brk}
 	}
 	safe, err := c.App.Behind(s, logger)
 	if err != nil {
