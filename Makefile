@@ -11,7 +11,7 @@ PKGS := ./...
 export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 
 .PHONY: corelines all test fmt-check tidy-check vet staticcheck cross test-race demo demo-broken demo-fixed demo-race \
-	demo-boundary demo-fail demo-check demo-redis demo-db figures serve-broken serve-fixed bench bench-peers docs fuzz mutants bin/ratelab
+	demo-boundary demo-fail demo-check demo-redis demo-db figures serve-broken serve-fixed bench bench-peers docs fuzz mutants detection bin/ratelab
 
 # The demos' workload: enough requests that a pool of 4 shows its 4 × 30.
 DEMO_FLAGS ?= -requests 130 -limit 30 -window 1h -workers 4 -concurrency 8
@@ -162,6 +162,10 @@ docs:
 ## mutants: the checker's own red: bugs made in a copy of the code, each reported not linearizable (CI runs it after make test)
 mutants:
 	RATELAB_MUTANTS=1 $(GO) test -count=1 -run TestMutantsInTheCode -v ./linearizability
+
+## detection: how often the table finds a missing lock — its pool rows run 300 times on a file store without flock (about 35 minutes; not in CI)
+detection:
+	RATELAB_DETECTION=300 $(GO) test -count=1 -timeout 3h -run TestDetectionRate -v ./linearizability
 
 FUZZTIME ?= 10s
 

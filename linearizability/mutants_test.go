@@ -1,9 +1,11 @@
 package linearizability_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -64,24 +66,56 @@ func TestMutantsInTheCode(t *testing.T) {
 	})
 	for _, m := range mutants {
 		t.Run(m.name, func(t *testing.T) {
-			dir := copyRepo(t, root)
-			path := filepath.Join(dir, m.file)
-			src, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n := strings.Count(string(src), m.old); n != 1 {
-				t.Fatalf("%s holds %q %d times, want once: the mutant no longer applies", m.file, m.old, n)
-			}
-			if err := os.WriteFile(path, []byte(strings.Replace(string(src), m.old, m.new, 1)), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			out, err := exec.Command(build(t, dir), append([]string{"check"}, m.args...)...).CombinedOutput()
+			out, err := exec.Command(m.build(t, root), append([]string{"check"}, m.args...)...).CombinedOutput()
 			if err == nil || !strings.Contains(string(out), "not linearizable") {
 				t.Errorf("check %v with %s: got %v, want exit 1 and \"not linearizable\"\n%s", m.args, m.name, err, out)
 			}
 		})
 	}
+}
+
+// TestDetectionRate measures how often the table finds the missing lock:
+// it runs the table's file-store rows under a pool, RATELAB_DETECTION
+// times, on a copy of the code whose file store holds no lock, and fails
+// unless every one of those table runs had a verdict other than the one
+// claimed. The full table runs these rows and more, so it finds the bug
+// in every run these find it, at least. It takes about 7 s a table run
+// on a busy 2-core machine, so it runs only when asked (make detection).
+func TestDetectionRate(t *testing.T) {
+	runs := os.Getenv("RATELAB_DETECTION")
+	if runs == "" {
+		t.Skip("runs the table's pool rows many times on a mutant: set RATELAB_DETECTION=300 (make detection) to run it")
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(mutants, func(m mutant) bool { return m.name == "the file store holds no lock" })
+	bin := mutants[i].build(t, root)
+	out, err := exec.Command(bin, "check", "-rows", "^file, pool", "-runs", runs).Output()
+	t.Logf("ratelab check -rows '^file, pool' -runs %s, the file store holding no lock:\n%s", runs, out)
+	if want := fmt.Sprintf("the table ran %s times; every verdict was the one claimed in 0 of them\n", runs); err == nil || !strings.Contains(string(out), want) {
+		t.Errorf("got %v, want exit 1 and %q", err, want)
+	}
+}
+
+// build makes m in a copy of the repository at root and builds ratelab
+// there.
+func (m mutant) build(t *testing.T, root string) string {
+	t.Helper()
+	dir := copyRepo(t, root)
+	path := filepath.Join(dir, m.file)
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(src), m.old); n != 1 {
+		t.Fatalf("%s holds %q %d times, want once: the mutant no longer applies", m.file, m.old, n)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(src), m.old, m.new, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return build(t, dir)
 }
 
 // copyRepo copies the files git tracks under root into a new directory.

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"time"
 
 	"github.com/ratelab/ratelab"
@@ -13,27 +14,68 @@ import (
 	"github.com/ratelab/ratelab/lab/sqlserver"
 )
 
-// checkClaims runs the table of claims and prints it.
-func checkClaims(stdout, stderr io.Writer) (int, error) {
-	var rows []claim.Claim
+// checkClaims runs the table's rows runs times and prints the table of
+// the last run; run more than once, it also prints, for each row, in how
+// many runs its verdict was not the one claimed. Every run counts: a
+// table run that differs does not end the others.
+func checkClaims(stdout, stderr io.Writer, table []checkRow, runs int) (int, error) {
 	servers := new(privateServers)
 	defer servers.stop()
-	for _, r := range checkTable() {
-		start := time.Now()
-		r.run.servers = servers
-		v, err := r.run.run(io.Discard)
-		if err != nil {
-			return 0, fmt.Errorf("check %s: %w", r.name, err)
+	var rows []claim.Claim
+	differed := make([]int, len(table))
+	passed := 0
+	for run := range runs {
+		rows = rows[:0]
+		for i, r := range table {
+			c, err := checkRowOnce(stderr, r, servers)
+			if err != nil {
+				return 0, err
+			}
+			if !c.Pass() {
+				differed[i]++
+			}
+			rows = append(rows, c)
 		}
-		got := "linearizable"
-		if !v.Linearizable {
-			got = "not linearizable"
+		if claim.All(rows) {
+			passed++
 		}
-		rows = append(rows, claim.Claim{Case: r.name, Expected: r.want, Observed: got,
-			Detail: v.Counts()})
-		fmt.Fprintf(stderr, "check: %s: %s (run %v, checker %v)\n", r.name, got, time.Since(start).Round(time.Millisecond), v.Took.Round(time.Millisecond))
+		if runs > 1 {
+			fmt.Fprintf(stderr, "check: table run %d of %d: %s\n", run+1, runs, map[bool]string{true: "every verdict as claimed", false: "a verdict not as claimed"}[claim.All(rows)])
+		}
 	}
 	claim.Table(stdout, "history", rows)
+	if runs > 1 {
+		fmt.Fprintf(stdout, "\nthe table ran %d times; every verdict was the one claimed in %d of them\n", runs, passed)
+		for i, n := range differed {
+			if n > 0 {
+				fmt.Fprintf(stdout, "  %s: claimed %s, another verdict in %d of %d runs\n", table[i].name, table[i].want, n, runs)
+			}
+		}
+	}
+	skippedRows(stdout)
+	fmt.Fprintln(stdout)
+	return claim.Verdict(stdout, passed == runs, "every history's verdict is the one claimed"), nil
+}
+
+// checkRowOnce runs one row of the table and returns its claim.
+func checkRowOnce(stderr io.Writer, r checkRow, servers *privateServers) (claim.Claim, error) {
+	start := time.Now()
+	r.run.servers = servers
+	v, err := r.run.run(io.Discard)
+	if err != nil {
+		return claim.Claim{}, fmt.Errorf("check %s: %w", r.name, err)
+	}
+	got := "linearizable"
+	if !v.Linearizable {
+		got = "not linearizable"
+	}
+	fmt.Fprintf(stderr, "check: %s: %s (run %v, checker %v)\n", r.name, got, time.Since(start).Round(time.Millisecond), v.Took.Round(time.Millisecond))
+	return claim.Claim{Case: r.name, Expected: r.want, Observed: got, Detail: v.Counts()}, nil
+}
+
+// skippedRows says which servers' rows the table left out, and how to
+// install each.
+func skippedRows(stdout io.Writer) {
 	for _, missing := range []struct {
 		rows, hint string
 		found      bool
@@ -46,8 +88,25 @@ func checkClaims(stdout, stderr io.Writer) (int, error) {
 			fmt.Fprintf(stdout, "(the %s rows were skipped: %s)\n", missing.rows, missing.hint)
 		}
 	}
-	fmt.Fprintln(stdout)
-	return claim.Verdict(stdout, claim.All(rows), "every history's verdict is the one claimed"), nil
+}
+
+// tableRows are the rows of the table whose names match pattern (every
+// row if it is empty).
+func tableRows(pattern string) ([]checkRow, error) {
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil, usagef("-rows: %v", err)
+	}
+	var rows []checkRow
+	for _, r := range checkTable() {
+		if re.MatchString(r.name) {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return nil, usagef("-rows %q matches no row of the table", pattern)
+	}
+	return rows, nil
 }
 
 // checkRow is one claim of ratelab check.

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/lab/redisserver"
 )
 
@@ -88,6 +90,26 @@ func TestCheckRuns(t *testing.T) {
 	}
 }
 
+// -rows picks rows of the table, and -runs runs it that many times,
+// every time, counting for each row the runs whose verdict was not the
+// one claimed.
+func TestCheckTableRuns(t *testing.T) {
+	code, out, errb := cli("check", "-rows", "^memory, (single|pool)$", "-runs", "2")
+	if code != exitOK || !strings.Contains(out, "the table ran 2 times; every verdict was the one claimed in 2 of them\n") ||
+		lineWith(out, "memory, cgi") != "" || !strings.Contains(out, "PASS: ") {
+		t.Errorf("check -rows -runs 2: exit %d, want 0, two rows, both runs as claimed\n%s\n%s", code, out, errb)
+	}
+	wrong := checkRow{"memory, pool, claimed wrongly", "linearizable",
+		checkRun{store: "memory", model: "pool", algorithm: ratelab.FixedWindow, clients: 8, hits: 10, workers: 4}}
+	var b strings.Builder
+	code, err := checkClaims(&b, io.Discard, []checkRow{wrong}, 3)
+	out = b.String()
+	if err != nil || code != exitFailure || !strings.Contains(out, "every verdict was the one claimed in 0 of them\n") ||
+		!strings.Contains(out, "memory, pool, claimed wrongly: claimed linearizable, another verdict in 3 of 3 runs\n") {
+		t.Errorf("a row claimed wrongly, 3 runs: exit %d, %v, want 1 and the row counted 3 times\n%s", code, err, out)
+	}
+}
+
 func TestCheckUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"-store", "sqlite"},
@@ -106,7 +128,9 @@ func TestCheckUsage(t *testing.T) {
 		{"-counter", "flock", "-speed", "5"},
 		{"-store", "redis", "-fault", "failover", "-window", "1s"},
 		{"-store", "file", "-runs", "0"},
-		{"-runs", "2"},
+		{"-rows", "("},
+		{"-rows", "^no such row$"},
+		{"-store", "file", "-rows", "file"},
 	} {
 		if code, _, errb := cli(append([]string{"check"}, args...)...); code != exitUsage {
 			t.Errorf("check %v: exit %d, want %d (usage)\n%s", args, code, exitUsage, errb)

@@ -73,7 +73,8 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	f.StringVar(&c.svg, "svg", "", "draw the history as a sequence diagram in this file (for one client: -clients 1)")
 	f.StringVar(&c.html, "html", "", "write porcupine's visualization of the history to this file")
 	f.Int64Var(&c.speed, "speed", 0, fmt.Sprintf("0: the stores read the wall clock; 1 to %d: they read the history's clock (CLOCK_MONOTONIC) run that many times as fast, the clients send 2 hits per window each, and the limit is half the clients (a 1s window at 5 passes in 200ms)", linearizability.MaxSpeed))
-	f.IntVar(&c.histories, "runs", 1, "histories to record and check, one after another, until one is not linearizable (1 to 1000)")
+	f.IntVar(&c.histories, "runs", 1, "histories to record and check, one after another, until one is not linearizable (1 to 1000); for the table, how many times to run it, every time")
+	rows := f.String("rows", "", "run only the table's rows whose names this regular expression matches")
 	f.workersFlag().windowFlag()
 	if err := f.parse(args); err != nil {
 		return 0, err
@@ -83,7 +84,13 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	if c.store == "" && c.counter == "" {
-		return checkClaims(stdout, stderr)
+		table, err := tableRows(*rows)
+		if err != nil {
+			return 0, err
+		}
+		return checkClaims(stdout, stderr, table, c.histories)
+	} else if *rows != "" {
+		return 0, usagef("-rows picks rows of the table of claims: not with -store or -counter")
 	}
 	v, err := c.runs(stdout, stderr)
 	if err != nil {
@@ -100,8 +107,6 @@ func (c *checkRun) checkRepeats(fault string) error {
 	switch {
 	case c.histories < 1 || c.histories > 1000:
 		return usagef("-runs %d: 1 to 1000", c.histories)
-	case c.histories > 1 && c.store == "" && c.counter == "":
-		return usagef("-runs needs -store or -counter: the table of claims runs each row once")
 	case c.speed < 0 || c.speed > linearizability.MaxSpeed:
 		return usagef("-speed %d: 0 to %d", c.speed, linearizability.MaxSpeed)
 	case (c.speed > 0 || c.window != time.Hour) && (c.store == "" || c.mistake != "" || fault == "failover" || fault == "move"):
