@@ -18,10 +18,15 @@ type mutant struct {
 	args                 []string
 }
 
-// mutants are bugs of the table made in the code itself rather
-// than in a test's copy of a step: decision bugs in package algorithm and
-// in the Redis store's script, a middleware that answers what no hit
-// decided, and a file store that holds no lock.
+// mutants are bugs made in the code itself rather than in a test's copy
+// of a step: decision bugs in package algorithm and in the Redis store's
+// scripts; a middleware and a front that answer what no hit decided; a
+// file store that counts a hit and then fails it; and stores that lose
+// updates — the file store without its lock or unlocking before it
+// writes, the Redis store deciding in Go between a GET and a SET, the
+// PostgreSQL store letting go of the row between its read and its write.
+// A lost update is left to chance: those run several histories, until one
+// shows it.
 var mutants = []mutant{
 	{"the fixed window allows limit+1", "algorithm/fixed.go",
 		"Allowed:    count <= r.Limit,", "Allowed:    count <= r.Limit+1,",
@@ -38,9 +43,35 @@ var mutants = []mutant{
 	{"the middleware answers 200 to a refused hit", "httplimit/middleware.go",
 		"\tdefault:\n\t\tl.count(d.Rule.Name, refusedOutcome(d))", "\tdefault:\n\t\tl.count(d.Rule.Name, refusedOutcome(d))\n\t\tl.next.ServeHTTP(w, r)\n\t\treturn",
 		[]string{"-store", "file", "-model", "single"}},
+	{"the Redis fixed-window script resets a second late", "redis_store/fixed.go",
+		"if r and r > t and r <= live", "if r and r >= t and r <= live",
+		[]string{"-store", "redis", "-model", "pool", "-window", "1s", "-speed", "5"}},
+	{"the front answers every 5th request without calling the limiter", "http_host/pool.go",
+		"\t\tw := h.pool.pick()\n", "\t\tif n := r.Header.Get(RequestHeader); len(n) > 2 && (n[len(n)-2:] == \"-5\" || n[len(n)-3:] == \"-10\") {\n" +
+			"\t\t\treturn // every 5th request of a client: 200, and no hit\n\t\t}\n\t\tw := h.pool.pick()\n",
+		[]string{"-store", "file", "-model", "pool"}},
+	{"the file store counts a hit, then fails it", "fixed_filestore/hit.go",
+		"\treturn res.Decision, nil\n}", "\treturn res.Decision, errors.New(\"counted, then failed\")\n}",
+		[]string{"-store", "file", "-model", "pool", "-fault", "kill"}},
+	{"the Redis store reads and writes the window from Go", "redis_store/fixed.go",
+		"\tvals, err := s.run(ctx, fixedWindow, []string{rkey, both}, fixedArgs(r, now)...)\n",
+		"\tvals, err := func() ([]int64, error) { // GET, decide in Go, SET: no script\n" +
+			"\t\tc, _ := s.rdb.Get(ctx, rkey).Int64()\n" +
+			"\t\treset, _ := s.rdb.Get(ctx, both).Int64()\n" +
+			"\t\tif t := now.Unix(); reset <= t {\n\t\t\tc, reset = 0, t+int64(r.Window/time.Second)\n\t\t}\n" +
+			"\t\tc++\n" +
+			"\t\tif err := s.rdb.Set(ctx, rkey, c, 0).Err(); err != nil {\n\t\t\treturn nil, err\n\t\t}\n" +
+			"\t\treturn []int64{c, reset}, s.rdb.Set(ctx, both, reset, 0).Err()\n\t}()\n",
+		[]string{"-store", "redis", "-model", "pool", "-runs", "5"}},
+	{"the PostgreSQL store holds no row lock", "postgres_store/store.go",
+		"\tb.Queue(\"BEGIN\")\n", "\tb.Queue(\"SELECT 1\") // the upsert's row lock ends with its own statement\n",
+		[]string{"-store", "postgres", "-model", "pool", "-algorithm", "sliding", "-runs", "5"}},
+	{"the file store unlocks before it writes", "fixed_filestore/hit.go",
+		"\tif err := s.writeState(fd, name, res.State, len(old)); err != nil {\n", "\tfunlock(fd)\n\tif err := s.writeState(fd, name, res.State, len(old)); err != nil {\n",
+		[]string{"-store", "file", "-model", "pool", "-runs", "50"}},
 	{"the file store holds no lock", "fixed_filestore/lock.go",
 		"\tif err := lockWithin(ctx, fd, lockExclusive, s.lockWait); err != nil {", "\tif err := error(nil); err != nil {",
-		[]string{"-store", "file", "-model", "pool", "-runs", "50"}}, // a lost update is left to chance: up to 50 histories, until one shows it
+		[]string{"-store", "file", "-model", "pool", "-runs", "50"}},
 }
 
 // TestMutantsInTheCode makes each mutant in a copy of the repository,

@@ -92,7 +92,7 @@ func commands() []command {
 		{"bench", "[-o FILE] [-quick]", "per-hit costs and cross-process throughput", cmdBench},
 		{"redis", "[-redis URL] [-requests] [-limit] [-window] [-workers] [-concurrency] [-at RFC3339] [-stable] [-svg FILE]",
 			"beyond one host: files against Redis, and two Redis pitfalls", cmdRedis},
-		{"check", "[-store {stores}] [-counter lock-free|flock] [-mistake read-then-write|reset-first] [-model single|pool|cgi|two-hosts] [-algorithm {algorithms}] [-clients] [-hits] [-workers] [-window] [-speed N] [-runs] [-fault none|kill|stop|failover|move] [-redis-wait N] [-html FILE] [-svg FILE]",
+		{"check", "[-store {stores}] [-counter lock-free|flock] [-mistake read-then-write|reset-first] [-model single|pool|cgi|two-hosts] [-algorithm {algorithms}] [-clients] [-hits] [-workers] [-window] [-speed N] [-runs] [-rows REGEXP] [-fault none|kill|stop|failover|move] [-redis-wait N] [-html FILE] [-svg FILE]",
 			"record every hit of a run and check the history for linearizability", cmdCheck},
 		{"db", "[-check] [-mysql DSN] [-postgres URL] [-requests] [-limit] [-window] [-workers] [-concurrency] [-at RFC3339] [-stable] [-force]",
 			"the database lock: lost updates in SQL, lock rows, two hosts on one database", cmdDB},
