@@ -43,6 +43,9 @@ func checkClaims(stdout, stderr io.Writer, table []checkRow, runs int) (int, err
 			fmt.Fprintf(stderr, "check: table run %d of %d: %s\n", run+1, runs, map[bool]string{true: "every verdict as claimed", false: "a verdict not as claimed"}[claim.All(rows)])
 		}
 	}
+	if runs > 1 {
+		fmt.Fprintf(stdout, "the last of %d runs:\n", runs)
+	}
 	claim.Table(stdout, "history", rows)
 	if runs > 1 {
 		fmt.Fprintf(stdout, "\nthe table ran %d times; every verdict was the one claimed in %d of them\n", runs, passed)

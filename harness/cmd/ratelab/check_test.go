@@ -104,7 +104,7 @@ func TestCheckTableRuns(t *testing.T) {
 	var b strings.Builder
 	code, err := checkClaims(&b, io.Discard, []checkRow{wrong}, 3)
 	out = b.String()
-	if err != nil || code != exitFailure || !strings.Contains(out, "every verdict was the one claimed in 0 of them\n") ||
+	if err != nil || code != exitFailure || !strings.HasPrefix(out, "the last of 3 runs:\n") || !strings.Contains(out, "every verdict was the one claimed in 0 of them\n") ||
 		!strings.Contains(out, "memory, pool, claimed wrongly: claimed linearizable, another verdict in 3 of 3 runs\n") {
 		t.Errorf("a row claimed wrongly, 3 runs: exit %d, %v, want 1 and the row counted 3 times\n%s", code, err, out)
 	}

@@ -73,8 +73,8 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	f.StringVar(&c.svg, "svg", "", "draw the history as a sequence diagram in this file (for one client: -clients 1)")
 	f.StringVar(&c.html, "html", "", "write porcupine's visualization of the history to this file")
 	f.Int64Var(&c.speed, "speed", 0, fmt.Sprintf("0: the stores read the wall clock; 1 to %d: they read the history's clock (CLOCK_MONOTONIC) run that many times as fast, the clients send 2 hits per window each, and the limit is half the clients (a 1s window at 5 passes in 200ms)", linearizability.MaxSpeed))
-	f.IntVar(&c.histories, "runs", 1, "histories to record and check, one after another, until one is not linearizable (1 to 1000); for the table, how many times to run it, every time")
-	rows := f.String("rows", "", "run only the table's rows whose names this regular expression matches")
+	f.IntVar(&c.histories, "runs", 1, "histories to record and check, one after another, until one is not linearizable (1 to 1000); for the table of claims, how many times to run it, each run to its end")
+	rows := f.String("rows", "", "without -store or -counter: run only the rows of the table of claims whose history (first column) this regular expression matches")
 	f.workersFlag().windowFlag()
 	if err := f.parse(args); err != nil {
 		return 0, err
