@@ -1,11 +1,13 @@
 package linearizability_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -126,13 +128,22 @@ func TestDetectionRate(t *testing.T) {
 	if runs == "" {
 		t.Skip("runs the table's pool rows many times on a mutant: set RATELAB_DETECTION=300 (make detection) to run it")
 	}
+	if n, err := strconv.Atoi(runs); err != nil || n < 2 || n > 1000 {
+		t.Fatalf("RATELAB_DETECTION=%q: a number of table runs from 2 to 1000", runs)
+	}
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	i := slices.IndexFunc(mutants, func(m mutant) bool { return m.name == "the file store holds no lock" })
 	bin := mutants[i].build(t, root)
-	out, err := exec.Command(bin, "check", "-rows", "^file, pool", "-runs", runs).Output()
+	var stderr strings.Builder
+	cmd := exec.Command(bin, "check", "-rows", "^file, pool", "-runs", runs)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) && ee.ExitCode() != 1 {
+		t.Fatalf("ratelab check: %v, want exit 1\n%s", err, stderr.String())
+	}
 	t.Logf("ratelab check -rows '^file, pool' -runs %s, the file store holding no lock:\n%s", runs, out)
 	if want := fmt.Sprintf("the table ran %s times; every verdict was the one claimed in 0 of them\n", runs); err == nil || !strings.Contains(string(out), want) {
 		t.Errorf("got %v, want exit 1 and %q", err, want)

@@ -14,25 +14,29 @@ import (
 	"github.com/ratelab/ratelab/lab/sqlserver"
 )
 
-// checkClaims runs the table's rows runs times and prints the table of
-// the last run; run more than once, it also prints, for each row, in how
-// many runs its verdict was not the one claimed. Every run counts: a
-// table run that differs does not end the others.
-func checkClaims(stdout, stderr io.Writer, table []checkRow, runs int) (int, error) {
+// checkClaims runs the table's rows runs times and prints the table: of
+// its one run, or, run more than once, one row per claim with the runs
+// whose verdict was the one claimed. Every run counts: a table run that
+// differs does not end the others. A signal (interrupted) ends it before
+// the next row.
+func checkClaims(stdout, stderr io.Writer, pattern string, table []checkRow, runs int, interrupted func() bool) (int, error) {
 	servers := new(privateServers)
 	defer servers.stop()
 	var rows []claim.Claim
-	differed := make([]int, len(table))
+	asClaimed := make([]int, len(table))
 	passed := 0
 	for run := range runs {
 		rows = rows[:0]
 		for i, r := range table {
+			if interrupted() {
+				return 0, errInterrupted
+			}
 			c, err := checkRowOnce(stderr, r, servers)
 			if err != nil {
 				return 0, err
 			}
-			if !c.Pass() {
-				differed[i]++
+			if c.Pass() {
+				asClaimed[i]++
 			}
 			rows = append(rows, c)
 		}
@@ -44,18 +48,17 @@ func checkClaims(stdout, stderr io.Writer, table []checkRow, runs int) (int, err
 		}
 	}
 	if runs > 1 {
-		fmt.Fprintf(stdout, "the last of %d runs:\n", runs)
+		rows = rows[:0]
+		for i, r := range table {
+			rows = append(rows, claim.Claim{Case: r.name, Expected: fmt.Sprintf("%s in %d of %d runs", r.want, runs, runs),
+				Observed: fmt.Sprintf("%s in %d of %d runs", r.want, asClaimed[i], runs)})
+		}
 	}
 	claim.Table(stdout, "history", rows)
 	if runs > 1 {
 		fmt.Fprintf(stdout, "\nthe table ran %d times; every verdict was the one claimed in %d of them\n", runs, passed)
-		for i, n := range differed {
-			if n > 0 {
-				fmt.Fprintf(stdout, "  %s: claimed %s, another verdict in %d of %d runs\n", table[i].name, table[i].want, n, runs)
-			}
-		}
 	}
-	skippedRows(stdout)
+	skippedRows(stdout, pattern)
 	fmt.Fprintln(stdout)
 	return claim.Verdict(stdout, passed == runs, "every history's verdict is the one claimed"), nil
 }
@@ -76,9 +79,11 @@ func checkRowOnce(stderr io.Writer, r checkRow, servers *privateServers) (claim.
 	return claim.Claim{Case: r.name, Expected: r.want, Observed: got, Detail: v.Counts()}, nil
 }
 
-// skippedRows says which servers' rows the table left out, and how to
+// skippedRows says which servers' rows the table left out, of those whose
+// names pattern (-rows, compiled by tableRows) would match, and how to
 // install each.
-func skippedRows(stdout io.Writer) {
+func skippedRows(stdout io.Writer, pattern string) {
+	re := regexp.MustCompile(pattern)
 	for _, missing := range []struct {
 		rows, hint string
 		found      bool
@@ -87,7 +92,7 @@ func skippedRows(stdout io.Writer) {
 		{"mysql", "mariadbd not found; install it with " + sqlserver.MariaDBInstallHint, sqlserver.MariaDBAvailable()},
 		{"postgres", "postgres not found; install it with " + sqlserver.PostgresInstallHint, sqlserver.PostgresAvailable()},
 	} {
-		if !missing.found {
+		if !missing.found && re.MatchString(missing.rows) {
 			fmt.Fprintf(stdout, "(the %s rows were skipped: %s)\n", missing.rows, missing.hint)
 		}
 	}
@@ -107,7 +112,10 @@ func tableRows(pattern string) ([]checkRow, error) {
 		}
 	}
 	if len(rows) == 0 {
-		return nil, usagef("-rows %q matches no row of the table", pattern)
+		if len(pattern) > 80 {
+			pattern = pattern[:80] + "…"
+		}
+		return nil, usagef("-rows %q matches no row of the table (a server's rows are in it only where the server is installed)", pattern)
 	}
 	return rows, nil
 }

@@ -53,6 +53,9 @@ type checkRun struct {
 	// servers are the check's private servers, shared by its histories;
 	// nil starts and stops one for this history alone.
 	servers *privateServers
+	// interrupted reports a signal to stop at the next history
+	// (interruptible); nil: none comes.
+	interrupted func() bool
 }
 
 // checkTimeout bounds the checker's search for one history.
@@ -83,14 +86,18 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := c.check(*fault); err != nil {
 		return 0, err
 	}
+	if err := modeFlags(f.FlagSet, string(c.store), c.counter, c.mistake); err != nil {
+		return 0, err
+	}
+	interrupted, stopListening := interruptible()
+	defer stopListening()
+	c.interrupted = interrupted
 	if c.store == "" && c.counter == "" {
 		table, err := tableRows(*rows)
 		if err != nil {
 			return 0, err
 		}
-		return checkClaims(stdout, stderr, table, c.histories)
-	} else if *rows != "" {
-		return 0, usagef("-rows picks rows of the table of claims: not with -store or -counter")
+		return checkClaims(stdout, stderr, *rows, table, c.histories, interrupted)
 	}
 	v, err := c.runs(stdout, stderr)
 	if err != nil {
@@ -123,6 +130,9 @@ func (c *checkRun) checkRepeats(fault string) error {
 func (c checkRun) runs(stdout, stderr io.Writer) (linearizability.Verdict, error) {
 	var v linearizability.Verdict
 	for range c.histories {
+		if c.interrupted != nil && c.interrupted() {
+			return v, errInterrupted
+		}
 		var err error
 		if v, err = c.run(stderr); err != nil {
 			return v, err
@@ -144,7 +154,7 @@ func (c *checkRun) check(fault string) error {
 	switch {
 	case c.clients <= 0 || c.hits <= 0:
 		return usagef("-clients and -hits must be positive")
-	case c.clients*c.hits > 100000:
+	case c.clients > 100000 || c.hits > 100000 || c.clients*c.hits > 100000:
 		return usagef("-clients × -hits %d is more than 100000 hits", c.clients*c.hits)
 	case fault != "none" && fault != "kill" && fault != "stop" && fault != "failover" && fault != "move":
 		return usagef("-fault %q: use none, kill, stop, failover or move", fault)
