@@ -89,10 +89,23 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 		}
 	}
 	if s != nil && c.sockets != nil {
-		c.sockets.Store(conn, s)
-		s.forget = func() { c.sockets.Delete(conn) }
+		c.remember(conn, s)
 	}
 	return conn, nil
+}
+
+// remember keeps s as conn's socket until it closes. The driver may close
+// it from another goroutine meanwhile (its watcher, when a call's context
+// ends): a socket closed first is not kept.
+func (c *connector) remember(conn driver.Conn, s *socket) {
+	c.sockets.Store(conn, s)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		c.sockets.Delete(conn)
+		return
+	}
+	s.forget = func() { c.sockets.Delete(conn) }
 }
 
 // Driver is the driver's, with the sockets: New finds them there.
@@ -110,7 +123,9 @@ type socket struct {
 	net.Conn
 	aborted  atomic.Bool
 	timedOut atomic.Bool // a read ran past its deadline
-	forget   func()
+	mu       sync.Mutex  // guards closed and forget: the driver may close from its watcher
+	closed   bool
+	forget   func() // removes the socket from its connector's map
 	// stmts are the statements prepared on the connection, by query: used
 	// only by the hit that holds the connection.
 	stmts map[string]driver.StmtExecContext
@@ -155,8 +170,12 @@ func (s *socket) SyscallConn() (syscall.RawConn, error) {
 }
 
 func (s *socket) Close() error {
-	if s.forget != nil {
-		s.forget()
+	s.mu.Lock()
+	s.closed = true
+	forget := s.forget
+	s.mu.Unlock()
+	if forget != nil {
+		forget()
 	}
 	return s.Conn.Close()
 }
