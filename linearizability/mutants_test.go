@@ -121,7 +121,7 @@ func TestMutantsInTheCode(t *testing.T) {
 // times, on a copy of the code whose file store holds no lock, and fails
 // unless every one of those table runs had a verdict other than the one
 // claimed. The full table runs these rows and more, so it finds the bug
-// in every run these find it, at least. It takes about 7 s a table run
+// in every run these find it, at least. It takes about 5 s a table run
 // on a busy 2-core machine, so it runs only when asked (make detection).
 func TestDetectionRate(t *testing.T) {
 	runs := os.Getenv("RATELAB_DETECTION")
@@ -141,7 +141,8 @@ func TestDetectionRate(t *testing.T) {
 	cmd := exec.Command(bin, "check", "-rows", "^file, pool", "-runs", runs)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) && ee.ExitCode() != 1 {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() != 1 {
 		t.Fatalf("ratelab check: %v, want exit 1\n%s", err, stderr.String())
 	}
 	t.Logf("ratelab check -rows '^file, pool' -runs %s, the file store holding no lock:\n%s", runs, out)

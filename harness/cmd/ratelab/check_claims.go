@@ -19,7 +19,7 @@ import (
 // whose verdict was the one claimed. Every run counts: a table run that
 // differs does not end the others. A signal (interrupted) ends it before
 // the next row.
-func checkClaims(stdout, stderr io.Writer, pattern string, table []checkRow, runs int, interrupted func() bool) (int, error) {
+func checkClaims(stdout, stderr io.Writer, picked *regexp.Regexp, table []checkRow, runs int, interrupted func() bool) (int, error) {
 	servers := new(privateServers)
 	defer servers.stop()
 	var rows []claim.Claim
@@ -40,11 +40,12 @@ func checkClaims(stdout, stderr io.Writer, pattern string, table []checkRow, run
 			}
 			rows = append(rows, c)
 		}
+		verdict := "a verdict not as claimed"
 		if claim.All(rows) {
-			passed++
+			passed, verdict = passed+1, "every verdict as claimed"
 		}
 		if runs > 1 {
-			fmt.Fprintf(stderr, "check: table run %d of %d: %s\n", run+1, runs, map[bool]string{true: "every verdict as claimed", false: "a verdict not as claimed"}[claim.All(rows)])
+			fmt.Fprintf(stderr, "check: table run %d of %d: %s\n", run+1, runs, verdict)
 		}
 	}
 	if runs > 1 {
@@ -58,7 +59,7 @@ func checkClaims(stdout, stderr io.Writer, pattern string, table []checkRow, run
 	if runs > 1 {
 		fmt.Fprintf(stdout, "\nthe table ran %d times; every verdict was the one claimed in %d of them\n", runs, passed)
 	}
-	skippedRows(stdout, pattern)
+	skippedRows(stdout, picked)
 	fmt.Fprintln(stdout)
 	return claim.Verdict(stdout, passed == runs, "every history's verdict is the one claimed"), nil
 }
@@ -80,10 +81,9 @@ func checkRowOnce(stderr io.Writer, r checkRow, servers *privateServers) (claim.
 }
 
 // skippedRows says which servers' rows the table left out, of those whose
-// names pattern (-rows, compiled by tableRows) would match, and how to
-// install each.
-func skippedRows(stdout io.Writer, pattern string) {
-	re := regexp.MustCompile(pattern)
+// names picked (-rows; nil: every row) would match, and how to install
+// each.
+func skippedRows(stdout io.Writer, picked *regexp.Regexp) {
 	for _, missing := range []struct {
 		rows, hint string
 		found      bool
@@ -92,18 +92,18 @@ func skippedRows(stdout io.Writer, pattern string) {
 		{"mysql", "mariadbd not found; install it with " + sqlserver.MariaDBInstallHint, sqlserver.MariaDBAvailable()},
 		{"postgres", "postgres not found; install it with " + sqlserver.PostgresInstallHint, sqlserver.PostgresAvailable()},
 	} {
-		if !missing.found && re.MatchString(missing.rows) {
+		if !missing.found && (picked == nil || picked.MatchString(missing.rows)) {
 			fmt.Fprintf(stdout, "(the %s rows were skipped: %s)\n", missing.rows, missing.hint)
 		}
 	}
 }
 
 // tableRows are the rows of the table whose names match pattern (every
-// row if it is empty).
-func tableRows(pattern string) ([]checkRow, error) {
+// row if it is empty), and pattern compiled.
+func tableRows(pattern string) ([]checkRow, *regexp.Regexp, error) {
 	re, err := regexp.Compile(pattern)
 	if err != nil {
-		return nil, usagef("-rows: %v", err)
+		return nil, nil, usagef("-rows: %v", err)
 	}
 	var rows []checkRow
 	for _, r := range checkTable() {
@@ -115,9 +115,9 @@ func tableRows(pattern string) ([]checkRow, error) {
 		if len(pattern) > 80 {
 			pattern = pattern[:80] + "…"
 		}
-		return nil, usagef("-rows %q matches no row of the table (a server's rows are in it only where the server is installed)", pattern)
+		return nil, nil, usagef("-rows %q matches no row of the table (a server's rows are in it only where the server is installed)", pattern)
 	}
-	return rows, nil
+	return rows, re, nil
 }
 
 // checkRow is one claim of ratelab check.

@@ -107,7 +107,7 @@ func TestCheckTableRuns(t *testing.T) {
 	right := checkRow{"memory, single", "linearizable",
 		checkRun{store: "memory", model: "single", algorithm: ratelab.FixedWindow, clients: 2, hits: 3}}
 	var b strings.Builder
-	code, err := checkClaims(&b, io.Discard, "", []checkRow{wrong, right}, 3, func() bool { return false })
+	code, err := checkClaims(&b, io.Discard, nil, []checkRow{wrong, right}, 3, func() bool { return false })
 	out = b.String()
 	if err != nil || code != exitFailure || !strings.Contains(out, "every verdict was the one claimed in 0 of them\n") ||
 		lineWith(out, "memory, pool, claimed wrongly") != "memory, pool, claimed wrongly  linearizable in 3 of 3 runs  linearizable in 0 of 3 runs  FAIL" ||
@@ -115,7 +115,7 @@ func TestCheckTableRuns(t *testing.T) {
 		t.Errorf("a row claimed wrongly, 3 runs: exit %d, %v, want 1, the row marked FAIL, the other ok\n%s", code, err, out)
 	}
 	b.Reset()
-	if _, err := checkClaims(&b, io.Discard, "", []checkRow{right}, 3, func() bool { return true }); !errors.Is(err, errInterrupted) || b.Len() > 0 {
+	if _, err := checkClaims(&b, io.Discard, nil, []checkRow{right}, 3, func() bool { return true }); !errors.Is(err, errInterrupted) || b.Len() > 0 {
 		t.Errorf("interrupted: %v, %q; want errInterrupted before any row, nothing printed", err, b.String())
 	}
 }

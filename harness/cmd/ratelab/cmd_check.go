@@ -93,11 +93,11 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	defer stopListening()
 	c.interrupted = interrupted
 	if c.store == "" && c.counter == "" {
-		table, err := tableRows(*rows)
+		table, picked, err := tableRows(*rows)
 		if err != nil {
 			return 0, err
 		}
-		return checkClaims(stdout, stderr, *rows, table, c.histories, interrupted)
+		return checkClaims(stdout, stderr, picked, table, c.histories, interrupted)
 	}
 	v, err := c.runs(stdout, stderr)
 	if err != nil {
@@ -155,7 +155,7 @@ func (c *checkRun) check(fault string) error {
 	case c.clients <= 0 || c.hits <= 0:
 		return usagef("-clients and -hits must be positive")
 	case c.clients > 100000 || c.hits > 100000 || c.clients*c.hits > 100000:
-		return usagef("-clients × -hits %d is more than 100000 hits", c.clients*c.hits)
+		return usagef("-clients %d × -hits %d is more than 100000 hits", c.clients, c.hits)
 	case fault != "none" && fault != "kill" && fault != "stop" && fault != "failover" && fault != "move":
 		return usagef("-fault %q: use none, kill, stop, failover or move", fault)
 	case (fault == "failover" || fault == "move") && c.store != "redis":
