@@ -21,12 +21,13 @@ import (
 	"github.com/ratelab/ratelab/lab/flood"
 	"github.com/ratelab/ratelab/lab/redisserver"
 	windowboundary "github.com/ratelab/ratelab/window_boundary"
+	boundaryreport "github.com/ratelab/ratelab/window_boundary/report"
 )
 
 // The test binary is also every child process of the harness, which this
 // package's import registers the redis kind in.
 func TestMain(m *testing.M) {
-	childproc.RunIfChild(httphost.Roles(), windowboundary.Roles())
+	childproc.RunIfChild(httphost.Roles(), boundaryreport.Roles())
 	os.Exit(m.Run())
 }
 
@@ -165,8 +166,8 @@ func TestCrossProcessBurstThroughRedis(t *testing.T) {
 		alg := l.Rule.Algorithm
 		t.Run(string(alg), func(t *testing.T) {
 			want, _ := windowboundary.MaxIn(windowboundary.Run(windowboundary.New(alg, 5, w, 2), windowboundary.Edge(5, w, t0)), w)
-			target := windowboundary.Target{Store: beyondonehost.Redis, Server: srv.URL(), Prefix: "wb:" + string(alg) + ":"}
-			b, err := windowboundary.CrossProcessBurst(target, l.Rule, t0)
+			target := boundaryreport.Target{Store: beyondonehost.Redis, Server: srv.URL(), Prefix: "wb:" + string(alg) + ":"}
+			b, err := boundaryreport.CrossProcessBurst(target, l.Rule, t0)
 			require.NoError(t, err)
 			assert.Equal(t, want, b.MaxInWindow, "across processes as in one")
 		})

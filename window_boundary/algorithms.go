@@ -22,7 +22,8 @@ type Algorithm interface {
 // checked (ratelab.Rule.Check) as a store takes it: the
 // measurements below are of the code applications run, not of a copy. The
 // in-memory store is used in one process, where it is correct; the file
-// and Redis stores are measured across processes by CrossProcessBurst.
+// and Redis stores are measured across processes by package report's
+// CrossProcessBurst.
 type Limited struct {
 	Rule  ratelab.Rule
 	Store ratelab.Store

@@ -1,7 +1,6 @@
 package windowboundary_test
 
 import (
-	"os"
 	"testing"
 	"time"
 
@@ -9,17 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab"
-	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/internal/childproc"
 	windowboundary "github.com/ratelab/ratelab/window_boundary"
 )
-
-// Children are this test binary re-executed, each making one hit at the
-// instant it is handed.
-func TestMain(m *testing.M) {
-	childproc.RunIfChild(windowboundary.Roles())
-	os.Exit(m.Run())
-}
 
 var (
 	t0 = time.Date(2026, 7, 9, 0, 0, 0, 0, time.UTC)
@@ -68,28 +58,4 @@ func TestAlgorithmsTakeTimeAsAParameter(t *testing.T) {
 	assert.False(t, l.AllowAt(at(time.Hour)), "t0 is still inside [t0+1h−1h, t0+1h]")
 	assert.True(t, l.AllowAt(at(time.Hour+time.Millisecond)), "the log keeps milliseconds")
 	require.NoError(t, l.Err())
-}
-
-// The edge with real processes and the real shared stores: each process
-// is told its instant, nobody sleeps, and every algorithm decides across
-// processes exactly as the in-memory store decides in one.
-// (Redis runs the same in package beyondonehost, which registers it.) A
-// limit of 5 keeps it to 11 processes an algorithm: the edge is the same
-// at any limit.
-func TestCrossProcessBurst(t *testing.T) {
-	const limit = 5
-	for _, a := range windowboundary.All(limit, w, 2) {
-		l := a.(*windowboundary.Limited)
-		t.Run(string(l.Rule.Algorithm), func(t *testing.T) {
-			want, _ := windowboundary.MaxIn(windowboundary.Run(windowboundary.New(l.Rule.Algorithm, limit, w, 2), windowboundary.Edge(limit, w, t0)), w)
-			b, err := windowboundary.CrossProcessBurst(windowboundary.Target{Store: harness.File, Dir: t.TempDir()}, l.Rule, t0)
-			require.NoError(t, err)
-			assert.Equal(t, 2*limit+1, b.Requests)
-			assert.Equal(t, want, b.MaxInWindow, "across processes as in one")
-			if l.Rule.Algorithm == ratelab.FixedWindow {
-				assert.Equal(t, 2*limit, b.Accepted, "fixed window: 2 × limit")
-				assert.Equal(t, time.Hour, b.Span)
-			}
-		})
-	}
 }

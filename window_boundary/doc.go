@@ -20,8 +20,9 @@
 //   - GCRA (ratelab.GCRA): a token bucket kept as one timestamp; limit +
 //     burst.
 //
-// [CrossProcessBurst] sends the edge through real processes and a shared
-// store — the file store, or Redis — each process handed its instant
-// instead of sleeping, and the demonstration requires it to decide exactly
-// as the in-memory store did in one process.
+// Package report's CrossProcessBurst sends the edge through real
+// processes and a shared store — the file store, or Redis — each process
+// handed its instant instead of sleeping, and the demonstration requires
+// it to decide exactly as the in-memory store did in one process. This
+// package starts no process: it is the measurement alone.
 package windowboundary

@@ -55,7 +55,7 @@ func (r Row) Pass() bool { return max(r.Edge, r.Paced, r.Random) <= r.BoundValue
 type Report struct {
 	Config Config
 	Rows   []Row
-	Bursts []windowboundary.Burst // cross-process, through the file store
+	Bursts []Burst // cross-process, through the file store
 	Errors []string
 }
 
@@ -161,12 +161,12 @@ func (r *Report) crossProcess() error {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
 		}
-		target := windowboundary.Target{Store: harness.File, Dir: dir}
+		target := Target{Store: harness.File, Dir: dir}
 		if c.Store.Store != "" {
 			target = c.Store
 			target.Prefix = "wb:" + dir + ":"
 		}
-		b, err := windowboundary.CrossProcessBurst(target, l.Rule, c.T0)
+		b, err := CrossProcessBurst(target, l.Rule, c.T0)
 		if err != nil {
 			return err
 		}

@@ -12,14 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelab/ratelab/internal/childproc"
-	windowboundary "github.com/ratelab/ratelab/window_boundary"
 	"github.com/ratelab/ratelab/window_boundary/report"
 )
 
 // Children are this test binary re-executed, each making one hit at the
 // instant it is handed (the demonstration's cross-process run).
 func TestMain(m *testing.M) {
-	childproc.RunIfChild(windowboundary.Roles())
+	childproc.RunIfChild(report.Roles())
 	os.Exit(m.Run())
 }
 

@@ -42,7 +42,7 @@ import (
 	"github.com/ratelab/ratelab/lab/stress"
 	racetests "github.com/ratelab/ratelab/race_tests"
 	redisstore "github.com/ratelab/ratelab/redis_store"
-	windowboundary "github.com/ratelab/ratelab/window_boundary"
+	boundaryreport "github.com/ratelab/ratelab/window_boundary/report"
 )
 
 const (
@@ -56,7 +56,7 @@ func main() {
 	// go-redis has one logger per process: its lines (a dial that failed)
 	// become records of the program's log, as every other line is.
 	redis.SetLogger(redisstore.GoRedisLog{Logger: slog.Default()})
-	childproc.RunIfChild(httphost.Roles(), racetests.Roles(), windowboundary.Roles(), stress.Roles(), databaselock.Roles(), bench.Roles())
+	childproc.RunIfChild(httphost.Roles(), racetests.Roles(), boundaryreport.Roles(), stress.Roles(), databaselock.Roles(), bench.Roles())
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -27,7 +27,7 @@ import (
 	"github.com/ratelab/ratelab/lab/bench"
 	"github.com/ratelab/ratelab/lab/stress"
 	racetests "github.com/ratelab/ratelab/race_tests"
-	windowboundary "github.com/ratelab/ratelab/window_boundary"
+	boundaryreport "github.com/ratelab/ratelab/window_boundary/report"
 )
 
 // envRunCLI makes a re-executed test binary run the command line in its
@@ -36,7 +36,7 @@ import (
 const envRunCLI = "RATELAB_TEST_RUN_CLI"
 
 func TestMain(m *testing.M) {
-	childproc.RunIfChild(httphost.Roles(), racetests.Roles(), windowboundary.Roles(), stress.Roles(), databaselock.Roles(), bench.Roles())
+	childproc.RunIfChild(httphost.Roles(), racetests.Roles(), boundaryreport.Roles(), stress.Roles(), databaselock.Roles(), bench.Roles())
 	if os.Getenv(envRunCLI) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}

@@ -1,4 +1,4 @@
-package windowboundary
+package report
 
 import (
 	"context"
@@ -14,9 +14,10 @@ import (
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/childproc"
+	windowboundary "github.com/ratelab/ratelab/window_boundary"
 )
 
-// roleHit is this package's one child role: one hit at a given instant.
+// roleHit is the cross-process run's one child role: one hit at a given instant.
 const roleHit = "boundary/hit"
 
 // Roles are this package's child roles, for childproc.RunIfChild.
@@ -78,7 +79,7 @@ type Burst struct {
 // the same instant run concurrently (at most 8 processes at once); instants
 // run in order.
 func CrossProcessBurst(target Target, r ratelab.Rule, t0 time.Time) (Burst, error) {
-	reqs := Edge(int(r.Limit), r.Window, t0)
+	reqs := windowboundary.Edge(int(r.Limit), r.Window, t0)
 	b := Burst{Store: string(target.Store), Algorithm: r.Normalized().Algorithm, Requests: len(reqs)}
 	target.FailPolicy = ratelab.FailClosed
 	rule, err := json.Marshal(r)
@@ -119,7 +120,7 @@ func CrossProcessBurst(target Target, r ratelab.Rule, t0 time.Time) (Burst, erro
 	if len(accepted) > 0 {
 		b.Span = accepted[len(accepted)-1].Sub(accepted[0])
 	}
-	b.MaxInWindow, _ = MaxIn(accepted, r.Window)
+	b.MaxInWindow, _ = windowboundary.MaxIn(accepted, r.Window)
 	return b, nil
 }
 
