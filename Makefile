@@ -10,7 +10,7 @@ PKGS := ./...
 # each compiles a package once for all of them.
 export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 
-.PHONY: corelines all test fmt-check tidy-check vet staticcheck cross test-race demo demo-broken demo-fixed demo-race \
+.PHONY: suite-time corelines all test fmt-check tidy-check vet staticcheck cross test-race demo demo-broken demo-fixed demo-race \
 	demo-boundary demo-fail demo-check demo-redis demo-db figures serve-broken serve-fixed bench bench-peers docs fuzz mutants detection bin/ratelab
 
 # The demos' workload: enough requests that a pool of 4 shows its 4 × 30.
@@ -166,6 +166,10 @@ bench: bin/ratelab
 ## bench-peers: redis_store beside go-redis/redis_rate and ulule/limiter (a module of its own), each target met or not met, to docs/performance-redis.md
 bench-peers:
 	cd bench/peers && $(GO) run . -o ../../docs/performance-redis.md
+
+## suite-time: make test from a fresh clone with empty caches, then again warm: each step's seconds (.ci/suite-time)
+suite-time:
+	.ci/suite-time
 
 ## corelines: the core of the lesson's packages and their non-test lines (the README's map gives the total)
 corelines:
