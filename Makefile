@@ -19,7 +19,7 @@ SERVE_FLAGS ?= -model cgi -addr 127.0.0.1:8080
 
 all: test
 
-## test: everything CI checks — formatting, tidy modules, vet, staticcheck, cross-builds, tests under -race
+## test: everything CI checks — formatting, tidy modules, vet, staticcheck, four other systems type-checked, tests under -race
 test: fmt-check tidy-check vet staticcheck cross test-race
 
 fmt-check:
@@ -31,9 +31,10 @@ tidy-check:
 	$(GO) mod tidy -diff
 	cd bench/peers && $(GO) mod tidy -diff
 
-# -race: vet and staticcheck type-check against the export data of the
-# build go test -race makes, so that with an empty build cache every
-# package is compiled once, not once for them and again for the tests
+# -race: vet compiles every package as go test -race does, staticcheck
+# type-checks against that build, and test-race then finds it in the
+# build cache: with an empty cache each package is compiled once, not
+# once for them and again for the tests
 # (go vet took 97 s with an empty cache, 23 s after the race build, on a
 # quiet 2-core machine, 2026-12-05). The one file that builds only
 # without -race (redis_store/alloc_internal_test.go) make cross

@@ -2,7 +2,6 @@ package databaselock_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 
@@ -25,15 +24,7 @@ func TestMain(m *testing.M) {
 // defaults to OFF.
 func mariaDBSnapshotOn(t sqlserver.TB) *sqlserver.Server {
 	t.Helper()
-	srv, err := sqlserver.StartMariaDB("--innodb-snapshot-isolation=ON")
-	if errors.Is(err, sqlserver.ErrNoServer) {
-		t.Skip(err.Error())
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	return srv
+	return sqlserver.ForTest(t, sqlserver.StartMariaDB, "--innodb-snapshot-isolation=ON")
 }
 
 func TestLessons(t *testing.T) {

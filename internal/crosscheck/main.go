@@ -90,7 +90,7 @@ func check(w io.Writer, dir, target string, patterns []string) error {
 		fmt.Fprintf(w, "%s: %s\n", target, p)
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("crosscheck: %s: %d problems", target, len(problems))
+		return fmt.Errorf("crosscheck: %s: %d problem(s)", target, len(problems))
 	}
 	fmt.Fprintf(w, "%s: %d packages pass, counting each test variant\n", target, len(pkgs))
 	return nil

@@ -110,7 +110,11 @@ func replace(s, pw string) string {
 			continue
 		}
 		s = strings.ReplaceAll(s, ":"+f+"@", ":"+Mask+"@")
-		kv := regexp.MustCompile(`(password\s*=\s*'?)` + regexp.QuoteMeta(f))
+		kv, err := regexp.Compile(`(password\s*=\s*'?)` + regexp.QuoteMeta(f))
+		if err != nil { // f is not UTF-8, which no pattern can hold: mask it everywhere
+			s = strings.ReplaceAll(s, f, Mask)
+			continue
+		}
 		s = kv.ReplaceAllString(s, "${1}"+Mask)
 	}
 	return s

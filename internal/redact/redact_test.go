@@ -92,3 +92,13 @@ func TestEscapedSpaceIsMaskedWhole(t *testing.T) {
 		t.Errorf("Err = %q: the password shows", err)
 	}
 }
+
+// A password that is not UTF-8 cannot be put in a pattern: it is masked
+// wherever it shows, without a panic (whose trace would print it).
+func TestAPasswordNotUTF8IsMasked(t *testing.T) {
+	conn := "postgres://u:Wrong\xe9PW@127.0.0.1:99999/db"
+	err := Err(errors.New("cannot parse `"+conn+"`: invalid port; password=Wrong\xe9PW"), conn)
+	if got := err.Error(); strings.Contains(got, "Wrong") || !strings.Contains(got, Mask) {
+		t.Errorf("Err = %q, want the password masked", got)
+	}
+}

@@ -1,7 +1,9 @@
 // Package report is the window-boundary demonstration (ratelab boundary,
 // make demo-boundary) and its charts (make figures): package
 // windowboundary's measurements of every algorithm on one pattern of
-// traffic after another, its claims checked, printed and drawn.
+// traffic after another, its claims checked, printed and drawn — and the
+// same edge sent through real processes and a shared store
+// (CrossProcessBurst), which must decide as one process did.
 package report
 
 import (
