@@ -28,22 +28,47 @@ var skipped = map[string]bool{".git": true, "tmp": true, "bin": true}
 // when a name is added to it or removed, and its names are read past the
 // record (unrecorded); every folder below it is recorded whole.
 func Read(root string) error {
+	paths, err := files(root)
+	for _, path := range paths {
+		if err != nil {
+			break
+		}
+		err = readAll(path)
+	}
+	return err
+}
+
+// files lists the regular files Read reads, walking every folder below
+// root but the skipped ones, after a stat of root.
+func files(root string) ([]string, error) {
 	if _, err := os.Stat(root); err != nil {
-		return err
+		return nil, err
 	}
 	names, err := unrecorded(root)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var paths []string
 	for _, name := range names {
 		if skipped[name] {
 			continue
 		}
-		if err := filepath.WalkDir(filepath.Join(root, name), readFile); err != nil {
-			return err
+		err := filepath.WalkDir(filepath.Join(root, name), func(path string, d fs.DirEntry, err error) error {
+			switch {
+			case err != nil:
+				return err
+			case d.IsDir() && skipped[d.Name()]:
+				return filepath.SkipDir
+			case d.Type().IsRegular():
+				paths = append(paths, path)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
-	return nil
+	return paths, nil
 }
 
 // unrecorded lists the directory dir through a descriptor that the os
@@ -65,16 +90,8 @@ func unrecorded(dir string) ([]string, error) {
 	return f.Readdirnames(-1)
 }
 
-// readFile is Read's visit of one name below the root.
-func readFile(path string, d fs.DirEntry, err error) error {
-	switch {
-	case err != nil:
-		return err
-	case d.IsDir() && skipped[d.Name()]:
-		return filepath.SkipDir
-	case !d.Type().IsRegular():
-		return nil
-	}
+// readAll opens and reads the file at path.
+func readAll(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
