@@ -61,14 +61,17 @@ func StartCluster(n, replicas int) (*Cluster, error) {
 	return c, nil
 }
 
-// meet gives each primary its share of the slots and introduces every
-// node to the first.
+// meet gives each node a config epoch of its own, as redis-cli does, and
+// each primary its share of the slots, and introduces every node to the
+// first. (Left at 0, the epochs collide and are settled by gossip for
+// seconds after the cluster is ok; a slot moved meanwhile can go back to
+// its old owner on some nodes and bounce hits between them for good.)
 func (c *Cluster) meet(ctx context.Context) error {
 	host, port, _ := strings.Cut(c.Nodes[0].Addr, ":")
 	for i, s := range c.all() {
 		cl := s.Client()
-		var err error
-		if i < len(c.Nodes) {
+		err := cl.Do(ctx, "CLUSTER", "SET-CONFIG-EPOCH", i+1).Err()
+		if err == nil && i < len(c.Nodes) {
 			err = cl.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", i*16384/len(c.Nodes), (i+1)*16384/len(c.Nodes)-1).Err()
 		}
 		if err == nil && i > 0 {
@@ -107,8 +110,9 @@ func (c *Cluster) replicate(ctx context.Context) error {
 // all is every node, primaries first.
 func (c *Cluster) all() []*Server { return append(slices.Clip(c.Nodes), c.Replicas...) }
 
-// waitOK polls every node until each reports cluster_state:ok and knows
-// every other node.
+// waitOK polls every node until each reports cluster_state:ok, knows
+// every other node and has heard of the greatest epoch, so that a node
+// that bumps its own (closing a slot's import) outranks every other.
 func (c *Cluster) waitOK(limit time.Duration) error {
 	return poll.Until(limit, 20*time.Millisecond, func() error {
 		for _, s := range c.all() {
@@ -116,12 +120,24 @@ func (c *Cluster) waitOK(limit time.Duration) error {
 			info, err := cl.ClusterInfo(context.Background()).Result()
 			nodes, nerr := cl.ClusterNodes(context.Background()).Result()
 			cl.Close()
-			if err != nil || nerr != nil || !strings.Contains(info, "cluster_state:ok") || strings.Count(strings.TrimSpace(nodes), "\n")+1 != len(c.all()) {
+			if err != nil || nerr != nil || !strings.Contains(info, "cluster_state:ok") || currentEpoch(info) < len(c.all()) ||
+				strings.Count(strings.TrimSpace(nodes), "\n")+1 != len(c.all()) {
 				return fmt.Errorf("redisserver: the cluster is not ok at %s", s.Addr)
 			}
 		}
 		return nil
 	})
+}
+
+// currentEpoch is the cluster_current_epoch of a CLUSTER INFO reply, or
+// -1.
+func currentEpoch(info string) int {
+	_, rest, _ := strings.Cut(info, "cluster_current_epoch:")
+	n, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0]))
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // URL is the cluster in go-redis's ParseClusterURL form.
