@@ -19,7 +19,7 @@ SERVE_FLAGS ?= -model cgi -addr 127.0.0.1:8080
 
 all: test
 
-## test: everything CI checks — formatting, tidy modules, vet, staticcheck, four other systems type-checked, tests under -race
+## test: the suite (CI runs it, then make mutants) — formatting, tidy modules, vet, staticcheck, four other systems type-checked, tests under -race
 test: fmt-check tidy-check vet staticcheck cross test-race
 
 fmt-check:
@@ -48,7 +48,7 @@ staticcheck:
 	GOFLAGS="$$GOFLAGS -race" $(GO) tool staticcheck $(PKGS)
 
 # The stores must at least pass go vet (tests included) where they are not
-# tested here: macOS and the BSDs, where flock(2) works, and Windows, where
+# tested here: macOS, FreeBSD and OpenBSD, where flock(2) works, and Windows, where
 # the file store says it cannot. crosscheck checks, from source, what a
 # go vet per system did: every file that system builds type-checks, no
 # function lacks the body the compiler wants, vet's analyzers find

@@ -1,5 +1,5 @@
 // Package ratelab is the contract every store in this repository shares,
-// and the consumer that turns a store's answer into an HTTP decision.
+// and the Limiter that asks a store for each of its rules' decisions.
 //
 // The PHP original the repository is built around has one rule and one
 // call:

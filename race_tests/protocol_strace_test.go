@@ -35,7 +35,7 @@ const straceHitDir = "RATELAB_STRACE_HIT_DIR"
 func TestStraceHelperHit(t *testing.T) {
 	dir := os.Getenv(straceHitDir)
 	if dir == "" {
-		t.Skip("the traced child of TestTheModelledHitIsTheStores")
+		t.Skip("not a test by itself: TestTheModelledHitIsTheStores runs it as a child, under strace")
 	}
 	if err := storeHits(dir, 1, straceT0.Add(straceRule.Window)); err != nil {
 		t.Fatal(err)

@@ -18,7 +18,7 @@ import (
 func TestTheModule(t *testing.T) {
 	targets := os.Getenv("RATELAB_CROSS")
 	if targets == "" {
-		t.Skip("make cross sets RATELAB_CROSS to the systems to check")
+		t.Skip("run by make cross, which names the systems to check in RATELAB_CROSS")
 	}
 	const root = "../.."
 	if err := sources.Read(root); err != nil {

@@ -26,11 +26,7 @@ type Config struct {
 	Burst  int       // GCRA's burst
 	Seed   uint64    // random traffic
 	T0     time.Time // a multiple of Window: where the fixed window opens
-	Dir    string    // for the cross-process run; "" skips it
-	// Store, if its kind is set, is the store of the cross-process run
-	// instead of the file store in Dir: a Redis (harness.App.Server),
-	// say, under a prefix of its own for each algorithm.
-	Store harness.App
+	Dir    string    // the file store's of the cross-process run; "" skips it
 }
 
 // DefaultConfig is 30 per hour, as the original, from 2026-07-09T00:00Z.
@@ -152,9 +148,9 @@ func (r *Report) checkClaims() {
 }
 
 // crossProcess runs the edge pattern across processes, through the file
-// store in Config.Dir (or Config.Store), with each algorithm. The shared stores
-// must decide exactly as the in-memory store did in one process: the same
-// step, shared state.
+// store in Config.Dir, with each algorithm. The shared store must decide
+// exactly as the in-memory store did in one process: the same step,
+// shared state.
 func (r *Report) crossProcess() error {
 	c := r.Config
 	for i, a := range windowboundary.All(c.Limit, c.Window, c.Burst) {
@@ -163,12 +159,7 @@ func (r *Report) crossProcess() error {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
 		}
-		target := Target{Store: harness.File, Dir: dir}
-		if c.Store.Store != "" {
-			target = c.Store
-			target.Prefix = "wb:" + dir + ":"
-		}
-		b, err := CrossProcessBurst(target, l.Rule, c.T0)
+		b, err := CrossProcessBurst(Target{Store: harness.File, Dir: dir}, l.Rule, c.T0)
 		if err != nil {
 			return err
 		}

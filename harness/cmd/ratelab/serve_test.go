@@ -104,14 +104,18 @@ func TestServeConfigErrorsExit2BeforeTheURL(t *testing.T) {
 	// The warning was written before the URL; its pipe may deliver it later.
 	assert.Eventually(t, func() bool { return strings.Contains(stderr.String(), "unreachable") }, 5*time.Second, time.Millisecond,
 		"stderr: %s", stderr.String())
+}
 
+// A Redis that answers but refuses the URL's password or database is a
+// configuration error too: exit 2 before the URL.
+func TestServeRedisRefusalsExit2BeforeTheURL(t *testing.T) {
 	redisserver.Need(t)
 	srv := redisserver.ForTest(t)
 	c := srv.Client()
 	defer c.Close()
 	require.NoError(t, c.ConfigSet(context.Background(), "requirepass", "sesame").Err())
 	for _, u := range []string{"redis://:wrong@" + srv.Addr + "/0", "redis://:sesame@" + srv.Addr + "/99"} {
-		url, code, stderr = startServe(t, "", "-model", "cgi", "-store", "redis", "-redis", u, "-addr", "127.0.0.1:0")
+		url, code, stderr := startServe(t, "", "-model", "cgi", "-store", "redis", "-redis", u, "-addr", "127.0.0.1:0")
 		assert.Empty(t, url, u)
 		assert.Equal(t, 2, code, "%s: %s", u, stderr.String())
 		assert.Contains(t, stderr.String(), "refused", u)
