@@ -10,6 +10,8 @@ import (
 	"errors"
 	"net/url"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -34,8 +36,12 @@ func Err(err error, conn string) error {
 	}
 	msg := err.Error()
 	out := msg
-	for _, pw := range passwords(conn) {
+	pws := passwords(conn)
+	for _, pw := range pws {
 		out = replace(out, pw)
+	}
+	if slices.ContainsFunc(pws, awkward) {
+		out = withhold(out)
 	}
 	if out != msg {
 		return errors.New(out)
@@ -61,10 +67,37 @@ func passwords(conn string) []string {
 	return append(append(pws, q["password"]...), q["sentinel_password"]...)
 }
 
+// awkward reports whether pw holds a character a URL must escape. A
+// parser that stops at one quotes the piece before it ("invalid port
+// \":Zq9\" after host" of a password Zq9?Wk7), which no form of the
+// whole password matches.
+func awkward(pw string) bool { return url.QueryEscape(pw) != pw }
+
+// quoted matches a double-quoted string in Go's quoting, or a backquoted
+// one: what parsers put around the text they refuse.
+var quoted = regexp.MustCompile("\"(?:[^\"\\\\]|\\\\.)*\"|`[^`]*`")
+
+// withhold replaces each quoted text in s that Mask did not replace a
+// password in with "…", and says so.
+func withhold(s string) string {
+	n := 0
+	s = quoted.ReplaceAllStringFunc(s, func(q string) string {
+		if strings.Contains(q, Mask) {
+			return q
+		}
+		n++
+		return `"…"`
+	})
+	if n > 0 {
+		s += " (quoted text withheld: it may hold a part of the password)"
+	}
+	return s
+}
+
 // keyValue finds a key=value string's password: quoted, or unquoted up to
 // the first space that no backslash escapes (libpq reads "s3cret\ pw" as
 // one value).
-var keyValue = regexp.MustCompile(`(?:^|\s)password\s*=\s*('(?:[^'\\]|\\.)*'|(?:[^\s\\]|\\.)*)`)
+var keyValue = regexp.MustCompile(`(?i)(?:^|\s)password\s*=\s*('(?:[^'\\]|\\.)*'|(?:[^\s\\]|\\.)*)`)
 
 // Password returns the password conn carries: the one of a URL's or a
 // DSN's user:password@, or a key=value string's password=. It reads conn
@@ -101,7 +134,8 @@ func replace(s, pw string) string {
 	if pw == "" {
 		return s
 	}
-	forms := []string{pw, url.QueryEscape(pw), url.PathEscape(pw), unescaped.Replace(pw)}
+	q := strconv.Quote(pw) // as %q prints it: a '"' or a control character escaped
+	forms := []string{pw, url.QueryEscape(pw), url.PathEscape(pw), unescaped.Replace(pw), q[1 : len(q)-1]}
 	if u, err := url.PathUnescape(pw); err == nil {
 		forms = append(forms, u)
 	}
@@ -110,7 +144,7 @@ func replace(s, pw string) string {
 			continue
 		}
 		s = strings.ReplaceAll(s, ":"+f+"@", ":"+Mask+"@")
-		kv, err := regexp.Compile(`(password\s*=\s*'?)` + regexp.QuoteMeta(f))
+		kv, err := regexp.Compile(`(?i)(password\s*=\s*'?)` + regexp.QuoteMeta(f))
 		if err != nil { // f is not UTF-8, which no pattern can hold: mask it everywhere
 			s = strings.ReplaceAll(s, f, Mask)
 			continue

@@ -102,3 +102,33 @@ func TestAPasswordNotUTF8IsMasked(t *testing.T) {
 		t.Errorf("Err = %q, want the password masked", got)
 	}
 }
+
+// The attacker's findings: url.Parse quotes a piece of the URL it refuses
+// — the part of the password before a '?' or '#' ("invalid port \":Zq9\"
+// after host"), or the whole URL in Go's quoting, where a '"' or a
+// control character is escaped and no longer matches the password as
+// written — and a key=value string's PASSWORD in capitals was not found.
+// No part of the password may remain.
+func TestParserMessagesKeepNoPieceOfThePassword(t *testing.T) {
+	for _, pw := range []string{"Zq9/Wk7", "Zq9?Wk7", "Zq9#Wk7", `Zq9"Wk7`, "Zq9\x01Wk7", "Zq9 Wk7", "Zq9%zzWk7"} {
+		conn := "redis://:" + pw + "@127.0.0.1:1/0"
+		_, perr := url.Parse(conn)
+		if perr == nil {
+			perr = fmt.Errorf("dial %s: refused", conn) // a URL that parses, quoted back whole
+		}
+		got := Err(fmt.Errorf("redisstore: %w", perr), conn).Error()
+		if strings.Contains(got, "Zq9") || strings.Contains(got, "Wk7") {
+			t.Errorf("password %q: Err = %q, a piece of it shows", pw, got)
+		}
+		if !strings.HasPrefix(got, "redisstore: ") {
+			t.Errorf("password %q: Err = %q, want the caller's prefix kept", pw, got)
+		}
+	}
+	conn := "host=127.0.0.1 PASSWORD=Zq9Wk7 sslmode=bogus"
+	if got := Err(errors.New("cannot parse `"+conn+"`: sslmode is invalid"), conn).Error(); strings.Contains(got, "Zq9") {
+		t.Errorf("Err = %q, the capitalised PASSWORD shows", got)
+	}
+	if got := String(conn); strings.Contains(got, "Zq9") {
+		t.Errorf("String = %q, the capitalised PASSWORD shows", got)
+	}
+}
