@@ -15,6 +15,7 @@ import (
 
 	"github.com/ratelab/ratelab/internal/freeport"
 	"github.com/ratelab/ratelab/internal/poll"
+	"github.com/ratelab/ratelab/internal/procstop"
 	"github.com/ratelab/ratelab/internal/shortmode"
 )
 
@@ -86,6 +87,7 @@ func ForTest(t testing.TB, scripts map[string]string) *Server {
 			t.Fatal(err)
 		}
 		s.cmd = exec.Command(path, "-D", "-f", conf)
+		procstop.DieWithParent(s.cmd)
 		if err := s.cmd.Start(); err != nil {
 			t.Fatalf("lighttpdserver: start: %v", err)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ratelab/ratelab/internal/freeport"
 	"github.com/ratelab/ratelab/internal/poll"
+	"github.com/ratelab/ratelab/internal/procstop"
 	"github.com/ratelab/ratelab/internal/shortmode"
 	"github.com/redis/go-redis/v9"
 )
@@ -57,6 +58,7 @@ func Start(args ...string) (*Server, error) {
 		cmd := exec.Command(path, append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
 			"--save", "", "--appendonly", "no", "--dir", dir, "--protected-mode", "yes",
 			"--cluster-config-file", "nodes-" + strconv.Itoa(port) + ".conf"}, args...)...)
+		procstop.DieWithParent(cmd)
 		if err := cmd.Start(); err != nil {
 			return nil, fmt.Errorf("redisserver: start redis-server: %w", err)
 		}

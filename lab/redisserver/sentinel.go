@@ -14,6 +14,7 @@ import (
 
 	"github.com/ratelab/ratelab/internal/freeport"
 	"github.com/ratelab/ratelab/internal/poll"
+	"github.com/ratelab/ratelab/internal/procstop"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -60,6 +61,7 @@ func StartSentinel(p *Pair) (*Sentinel, error) {
 			return nil, err
 		}
 		cmd := exec.Command(path, name, "--sentinel")
+		procstop.DieWithParent(cmd)
 		if err := cmd.Start(); err != nil {
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("redisserver: start sentinel: %w", err)

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/internal/poll"
+	"github.com/ratelab/ratelab/internal/procstop"
 	"github.com/ratelab/ratelab/internal/shortmode"
 )
 
@@ -169,6 +170,7 @@ func command(a *account, logFile string, path string, args ...string) (*exec.Cmd
 			return nil, err
 		}
 	}
+	procstop.DieWithParent(cmd)
 	return cmd, nil
 }
 
