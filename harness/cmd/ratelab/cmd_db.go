@@ -19,7 +19,7 @@ import (
 type dbOptions struct {
 	mysql, postgres      string // the databases named, "" for a private server
 	force, stable, check bool
-	requests, conc       int
+	load                 httphost.Workload // -requests and -concurrency, once parsed
 }
 
 // dbFlags defines ratelab db's flags on a new flag set.
@@ -31,11 +31,9 @@ func dbFlags(stdout io.Writer) (*flags, *dbOptions) {
 	f.StringVar(&o.postgres, "postgres", "", "a PostgreSQL database for the lessons, postgres://user:password@host:port/db; they create and empty "+
 		"the tables "+lessonTables+" in it, and leave them (default: start a private postgres)")
 	f.BoolVar(&o.force, "force", false, "run the lessons even in a database that holds ratelab's live tables (ratelab_fixed, ratelab_state)")
-	f.IntVar(&o.requests, "requests", 130, "requests from one client address (> 0)")
-	f.IntVar(&o.conc, "concurrency", 8, "requests in flight in the burst; 1 sends only one by one")
 	f.BoolVar(&o.stable, "stable", false, "leave out wall times, so that runs with -at print the same bytes")
 	f.BoolVar(&o.check, "check", false, "only report whether the private servers can be started (exit 0) or what to install (exit 1)")
-	f.limitFlag().windowFlag().atFlag()
+	f.workloadFlags(130).limitFlag().windowFlag().atFlag()
 	f.IntVar(&f.workers, "workers", 2, "worker processes per host (> 0)")
 	return f, o
 }
@@ -51,9 +49,7 @@ func cmdDB(args []string, stdout, stderr io.Writer) (int, error) {
 	if o.check {
 		return checkDBServers(o, stderr), nil
 	}
-	if o.requests <= 0 || o.conc <= 0 {
-		return 0, usagef("-requests and -concurrency must be positive")
-	}
+	o.load = f.load
 	app := harness.App{Limit: f.limit, Window: f.window, Prefix: lessonPrefix}
 	var err error
 	if app.Now, err = f.atOrZero(); err != nil {
@@ -185,7 +181,7 @@ func twoHostsOnDatabases(ctx context.Context, app harness.App, workers int, o *d
 		return httphost.Report{}, err
 	}
 	defer cleanup()
-	return databaselock.DatabaseDemo(ctx, app, workers, httphost.Workload{Requests: o.requests, Concurrency: o.conc}, dir, dsns, clearStates, progress)
+	return databaselock.DatabaseDemo(ctx, app, workers, o.load, dir, dsns, clearStates, progress)
 }
 
 // The tables the lessons write: their own, and those of the store the

@@ -10,9 +10,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelab/ratelab"
 	beyondonehost "github.com/ratelab/ratelab/beyond_one_host"
 	"github.com/ratelab/ratelab/harness"
-	httphost "github.com/ratelab/ratelab/http_host"
 	"github.com/ratelab/ratelab/internal/claim"
 	"github.com/ratelab/ratelab/lab/bench"
 	"github.com/ratelab/ratelab/lab/redisserver"
@@ -23,15 +23,15 @@ import (
 
 func cmdRace(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("race", stdout)
-	procs := f.Int("procs", 8, "stress: processes hitting one key at once (> 0)")
-	hits := f.Int("hits", 500, "stress: hits per process (> 0)")
+	procs := f.Int("procs", 8, fmt.Sprintf("stress: processes hitting one key at once (1 to %d)", harness.MaxWorkers))
+	hits := f.Int("hits", 500, fmt.Sprintf("stress: hits per process (1 to %d)", maxHits))
 	stable := f.Bool("stable", false, "leave out throughput and timings, which differ from run to run")
 	figures := f.String("figures", "", "run only the four pitfalls, write their sequence diagrams into this directory and exit")
 	if err := f.parse(args); err != nil {
 		return 0, err
 	}
-	if *procs <= 0 || *hits <= 0 {
-		return 0, usagef("-procs and -hits must be positive")
+	if err := checkSizes("-procs", *procs, harness.MaxWorkers, "-hits", *hits, maxHits); err != nil {
+		return 0, err
 	}
 	dir, cleanup, err := scratch("race")
 	if err != nil {
@@ -81,7 +81,7 @@ func cmdSchedules(args []string, stdout, stderr io.Writer) (int, error) {
 func cmdBoundary(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("boundary", stdout)
 	def := boundaryreport.DefaultConfig()
-	burst := f.Int("burst", def.Burst, "GCRA: requests that may come early (> 0)")
+	burst := f.Int("burst", def.Burst, "GCRA: requests that may come early (1 to -limit)")
 	seed := f.Uint64("seed", def.Seed, "seed of the random traffic")
 	procs := f.Bool("processes", true, "also run the edge pattern across processes through the file store")
 	svg := f.String("svg", "", "write the chart to this file and exit")
@@ -90,8 +90,14 @@ func cmdBoundary(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := f.parse(args); err != nil {
 		return 0, err
 	}
-	if *burst <= 0 {
-		return 0, usagef("-burst %d must be positive", *burst)
+	if f.limit > ratelab.MaxLogLimit { // and the traffic, 2 × limit a window, is kept in memory
+		return 0, usagef("-limit %d: at most %d, the sliding log's largest", f.limit, ratelab.MaxLogLimit)
+	}
+	if !f.isSet("burst") {
+		*burst = min(*burst, f.limit) // the default, for a limit below it
+	}
+	if *burst < 1 || *burst > f.limit {
+		return 0, usagef("-burst %d must be from 1 to -limit %d", *burst, f.limit)
 	}
 	c := boundaryreport.Config{Limit: f.limit, Window: f.window, Burst: *burst, Seed: *seed, T0: def.T0}
 	for _, chart := range []struct {
@@ -168,20 +174,15 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 func cmdRedis(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("redis", stdout)
 	url := f.String("redis", "", "a Redis server to use (default: start a private redis-server)")
-	requests := f.Int("requests", 130, "requests from one client address (> 0)")
-	conc := f.Int("concurrency", 8, "requests in flight in the burst; 1 sends only one by one")
 	stable := f.Bool("stable", false, "leave out wall times, so that runs with -at print the same bytes")
 	svg := f.String("svg", "", "run only the failover on private servers, write its chart to this file and exit")
-	f.limitFlag().windowFlag().atFlag()
+	f.workloadFlags(130).limitFlag().windowFlag().atFlag()
 	f.IntVar(&f.workers, "workers", 2, "worker processes per pool or host (> 0)")
 	if err := f.parse(args); err != nil {
 		return 0, err
 	}
 	if *svg != "" {
 		return failoverFigure(*svg)
-	}
-	if *requests <= 0 || *conc <= 0 {
-		return 0, usagef("-requests and -concurrency must be positive")
 	}
 	app := harness.App{Limit: f.limit, Window: f.window}
 	var err error
@@ -201,7 +202,7 @@ func cmdRedis(args []string, stdout, stderr io.Writer) (int, error) {
 	ctx := context.Background()
 	reset := func() error { return client.FlushDB(ctx).Err() }
 	progress := progressTo(stderr, *stable)
-	rep, err := beyondonehost.RedisDemo(ctx, app, f.workers, httphost.Workload{Requests: *requests, Concurrency: *conc}, dir, *url, reset, progress)
+	rep, err := beyondonehost.RedisDemo(ctx, app, f.workers, f.load, dir, *url, reset, progress)
 	if err != nil {
 		return 0, err
 	}

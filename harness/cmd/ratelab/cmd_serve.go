@@ -30,19 +30,14 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("demo", stdout)
 	store := f.String("store", "", "memory or file (required, unless -outage)")
 	outage := f.String("outage", "", "instead of a store, a Redis nobody listens for, under this fail policy: open or local")
-	requests := f.Int("requests", 40, "requests from one client address (> 0)")
-	conc := f.Int("concurrency", 8, "requests in flight in the burst; 1 sends only one by one")
 	stable := f.Bool("stable", false, "leave out wall times, so that runs with -at print the same bytes")
-	f.limitFlag().windowFlag().workersFlag().atFlag()
+	f.workloadFlags(40).limitFlag().windowFlag().workersFlag().atFlag()
 	if err := f.parse(args); err != nil {
 		return 0, err
 	}
 	policy, err := demoPolicy(*store, *outage)
 	if err != nil {
 		return 0, err
-	}
-	if *requests <= 0 || *conc <= 0 {
-		return 0, usagef("-requests and -concurrency must be positive")
 	}
 	dir, cleanup, err := scratch("demo")
 	if err != nil {
@@ -55,7 +50,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	progress := progressTo(stderr, *stable)
-	w := httphost.Workload{Requests: *requests, Concurrency: *conc}
+	w := f.load
 	var rep httphost.Report
 	if *outage != "" {
 		rep, err = beyondonehost.OutageDemo(context.Background(), app, f.workers, w, progress)

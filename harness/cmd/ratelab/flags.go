@@ -31,7 +31,8 @@ type flags struct {
 	at      string
 	stdout  io.Writer
 	logger  *slog.Logger
-	wait    time.Duration // the file store's lock wait; 0: its default
+	wait    time.Duration     // the file store's lock wait; 0: its default
+	load    httphost.Workload // -requests and -concurrency
 	// What -trusted-proxies and -forwarded-header say, once appFlags's
 	// function has run: how the endpoint tells its clients apart.
 	proxies, header string
@@ -62,6 +63,22 @@ func (f *flags) windowFlag() *flags {
 // workersFlag defines -workers: the pool's size.
 func (f *flags) workersFlag() *flags {
 	f.IntVar(&f.workers, "workers", 4, "worker processes of the pool model (> 0)")
+	return f
+}
+
+// The bounds of a run's sizes: a run keeps what it sends in memory, and a
+// size far past them would take the machine's memory or a day.
+const (
+	maxRequests    = 100_000
+	maxConcurrency = 1000
+	maxHits        = 100_000
+)
+
+// workloadFlags defines -requests, requests defaulting to requests, and
+// -concurrency: the burst a demonstration sends.
+func (f *flags) workloadFlags(requests int) *flags {
+	f.IntVar(&f.load.Requests, "requests", requests, fmt.Sprintf("requests from one client address (1 to %d)", maxRequests))
+	f.IntVar(&f.load.Concurrency, "concurrency", 8, fmt.Sprintf("requests in flight in the burst, 1 to %d; 1 sends only one by one", maxConcurrency))
 	return f
 }
 
@@ -105,6 +122,23 @@ func (f *flags) parse(args []string) error {
 	}
 	if f.Lookup("workers") != nil && f.workers <= 0 {
 		return usagef("-workers %d must be positive", f.workers)
+	}
+	if f.Lookup("workers") != nil && f.workers > harness.MaxWorkers {
+		return usagef("-workers %d: at most %d", f.workers, harness.MaxWorkers)
+	}
+	if f.Lookup("requests") != nil {
+		return checkSizes("-requests", f.load.Requests, maxRequests, "-concurrency", f.load.Concurrency, maxConcurrency)
+	}
+	return nil
+}
+
+// checkSizes checks that a run's two sizes are each from 1 to their bound.
+func checkSizes(name1 string, n1, max1 int, name2 string, n2, max2 int) error {
+	if n1 < 1 || n1 > max1 {
+		return usagef("%s %d: from 1 to %d", name1, n1, max1)
+	}
+	if n2 < 1 || n2 > max2 {
+		return usagef("%s %d: from 1 to %d", name2, n2, max2)
 	}
 	return nil
 }

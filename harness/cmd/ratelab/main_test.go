@@ -170,7 +170,20 @@ func TestBadUsageIsOneLineAndExit2(t *testing.T) {
 		{[]string{"serve", "-model", "pool", "-store", "memory", "-addr", "999.0.0.1:1"}, "-addr 999.0.0.1:1:"},
 		{[]string{"serve", "-model", "pool", "-store", "memory", "-fail", "sometimes"}, "use open, closed or local"},
 		{[]string{"demo", "-store", "apcu"}, "use memory or file"},
-		{[]string{"demo", "-store", "memory", "-requests", "0"}, "must be positive"},
+		{[]string{"demo", "-store", "memory", "-requests", "0"}, "-requests 0: from 1 to 100000"},
+		// The attacker's findings: sizes were unbounded (boundary -limit
+		// 2e8 was killed for want of memory at about 24 GB), and boundary
+		// found a -burst over the limit only in its child, exit 1.
+		{[]string{"demo", "-store", "memory", "-requests", "1000000000"}, "-requests 1000000000: from 1 to 100000"},
+		{[]string{"demo", "-store", "memory", "-concurrency", "1001"}, "-concurrency 1001: from 1 to 1000"},
+		{[]string{"demo", "-store", "memory", "-workers", "65"}, "-workers 65: at most 64"},
+		{[]string{"redis", "-requests", "100001"}, "-requests 100001: from 1 to 100000"},
+		{[]string{"db", "-concurrency", "0"}, "-concurrency 0: from 1 to 1000"},
+		{[]string{"race", "-procs", "65"}, "-procs 65: from 1 to 64"},
+		{[]string{"race", "-hits", "100001"}, "-hits 100001: from 1 to 100000"},
+		{[]string{"boundary", "-limit", "200000000"}, "-limit 200000000: at most 1000"},
+		{[]string{"boundary", "-burst", "31"}, "-burst 31 must be from 1 to -limit 30"},
+		{[]string{"boundary", "-limit", "3", "-burst", "4"}, "-burst 4 must be from 1 to -limit 3"},
 		{[]string{"inspect", "-dir", filepath.Join(dir, "missing")}, "does not exist"},
 		{[]string{"sweep", "-dir", dir, "-window", "1h"}, "flag provided but not defined: -window"},
 		{[]string{"sweep", "-dir", dir, "-at", "1960-01-01T00:00:00Z"}, "outside 1970-01-01"},
