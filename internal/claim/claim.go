@@ -71,7 +71,7 @@ func Table(w io.Writer, first string, cs []Claim) {
 // returns the exit status, 0 or 1.
 func Verdict(w io.Writer, pass bool, what string) int {
 	if !pass {
-		fmt.Fprintln(w, "FAIL: what ran differs from what the demo claims (see the rows marked FAIL)")
+		fmt.Fprintln(w, "FAIL: what ran differs from what the demo claims (see what is marked FAIL above)")
 		return 1
 	}
 	fmt.Fprintln(w, "PASS: "+what)
