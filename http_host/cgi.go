@@ -48,6 +48,9 @@ func serveCGI(c checked, stderr io.Writer) error {
 	if os.Getenv("GATEWAY_INTERFACE") == "" {
 		return ErrNotCGI
 	}
+	if _, err := cgi.Request(); err != nil {
+		return badRequest(err, stderr)
+	}
 	c.App.Conns = 1 // one hit, then the process ends
 	logger := workerLogger(stderr)
 	store, err := c.newStore(logger)
@@ -84,6 +87,9 @@ const prepareWait = 2 * time.Second
 // a server's address, which are not a visitor's business — and writes
 // err as one line to stderr, the web server's error log.
 func CGIError(err error, stderr io.Writer) error {
+	if _, rerr := cgi.Request(); rerr != nil {
+		return badRequest(rerr, stderr)
+	}
 	fmt.Fprintln(stderr, "ratelab cgi: "+strings.ReplaceAll(err.Error(), "\n", " "))
 	if serr := cgi.Serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, CGIErrorBody, http.StatusInternalServerError)
@@ -91,6 +97,15 @@ func CGIError(err error, stderr io.Writer) error {
 		return errors.Join(err, serr)
 	}
 	return err
+}
+
+// badRequest answers a request that cannot be read from the CGI
+// environment (net/http/cgi's Request refused it, and Serve would write
+// nothing) with 400, and writes err as one line to stderr.
+func badRequest(err error, stderr io.Writer) error {
+	fmt.Fprintln(stderr, "ratelab cgi: the request cannot be read from the CGI environment: "+strings.ReplaceAll(err.Error(), "\n", " "))
+	_, werr := io.WriteString(os.Stdout, "Status: 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nbad request\n")
+	return errors.Join(err, werr)
 }
 
 // CGIErrorBody is the body of CGIError's answer.

@@ -225,7 +225,7 @@ func cmdCGI(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, nil
 	}
 	if err := httphost.ServeCGI(app, f.client, stderr); err != nil {
-		return exitFailure, nil // answered 500 and logged already
+		return exitFailure, nil // answered (400 or 500) and logged already
 	}
 	return exitOK, nil
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -180,4 +181,30 @@ func TestLighttpdPassesUnderscoredHeaders(t *testing.T) {
 		}
 	}
 	assert.Greater(t, allowed, 3, "6 requests at a limit of 3: lighttpd let the client's header through; error log: %s", srv.ErrorLog())
+}
+
+// The attacker's finding: a CGI environment the request cannot be read
+// from (a protocol that is none, a length that is no number) got no
+// answer at all — exit 1, nothing on stdout or stderr, and the web server
+// made a 500 of it. It is answered 400, with the reason in the error log.
+func TestCGIAnswersAMalformedRequest400(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	for _, env := range [][]string{
+		{"SERVER_PROTOCOL=junk"},
+		{"REQUEST_METHOD=POST", "CONTENT_LENGTH=abc"},
+		{"REQUEST_URI=%zz"},
+	} {
+		t.Run(strings.Join(env, " "), func(t *testing.T) {
+			cmd := exec.Command(exe, "cgi", "-store", "memory")
+			cmd.Env = append(append(os.Environ(), envRunCLI+"=1", "GATEWAY_INTERFACE=CGI/1.1", "REQUEST_METHOD=GET",
+				"REMOTE_ADDR=192.0.2.1", "SERVER_PROTOCOL=HTTP/1.1", "REQUEST_URI=/"), env...)
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			cmd.Run()
+			assert.True(t, strings.HasPrefix(stdout.String(), "Status: 400 Bad Request\r\n"), "stdout: %q", stdout.String())
+			assert.Contains(t, stderr.String(), "ratelab cgi: ")
+			assert.Equal(t, 1, strings.Count(stderr.String(), "\n"), "one line: %q", stderr.String())
+		})
+	}
 }
