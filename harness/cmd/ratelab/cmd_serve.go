@@ -116,6 +116,9 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, usagef("-addr %s: %v", *addr, err)
 	}
 	defer cfg.Listener.Close()
+	if ip := cfg.Listener.Addr().(*net.TCPAddr).IP; !ip.IsLoopback() {
+		fmt.Fprintf(stderr, "ratelab serve: warning: -addr %s listens on %s, not loopback: whoever reaches this machine reaches the endpoint\n", *addr, ip)
+	}
 	return serve(cfg, f.dir == "", stdout, stderr)
 }
 

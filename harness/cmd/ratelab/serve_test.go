@@ -408,3 +408,16 @@ func TestServeSaysWhichStateDirectoryItRemoves(t *testing.T) {
 		})
 	}
 }
+
+// The attacker's finding: -addr :8080 listened on every interface without
+// a word. It still does (a workshop may want it), and says so first.
+func TestServeWarnsOfAnAddressBeyondLoopback(t *testing.T) {
+	for _, tt := range []struct {
+		addr string
+		warn bool
+	}{{"0.0.0.0:0", true}, {"127.0.0.1:0", false}} {
+		url, _, stderr := startServe(t, "", "-model", "single", "-store", "memory", "-addr", tt.addr)
+		require.NotEmpty(t, url, "stderr: %s", stderr.String())
+		assert.Equal(t, tt.warn, strings.Contains(stderr.String(), "not loopback"), "-addr %s: stderr %q", tt.addr, stderr.String())
+	}
+}
