@@ -285,6 +285,9 @@ func (f *flags) appFlags() func() (harness.App, error) {
 		if *redisWaitTimeout < 0 {
 			return harness.App{}, usagef("-redis-wait-timeout %v must not be negative", *redisWaitTimeout)
 		}
+		if err := f.unread(harness.StoreKind(*store), alg); err != nil {
+			return harness.App{}, err
+		}
 		a := harness.App{Store: harness.StoreKind(*store), Dir: f.dir,
 			Limit: f.limit, Window: f.window, Algorithm: alg, Burst: *burst, FailPolicy: policy}
 		if f.client, err = httphost.ClientOf(*proxies, *header); err != nil {
@@ -302,6 +305,22 @@ func (f *flags) appFlags() func() (harness.App, error) {
 		}
 		return a, nil
 	}
+}
+
+// unread refuses a flag given for a store or an algorithm other than the
+// one chosen, which would be read by nothing: -burst without gcra,
+// -redis without the redis store, say.
+func (f *flags) unread(store harness.StoreKind, alg ratelab.Algorithm) error {
+	for name, kind := range map[string]harness.StoreKind{"redis": beyondonehost.Redis, "redis-wait": beyondonehost.Redis,
+		"redis-wait-timeout": beyondonehost.Redis, "mysql": databaselock.MySQL, "postgres": databaselock.Postgres} {
+		if f.isSet(name) && store != kind {
+			return usagef("-%s applies to -store %s only", name, kind)
+		}
+	}
+	if f.isSet("burst") && alg != ratelab.GCRA {
+		return usagef("-burst applies to -algorithm %s only", ratelab.GCRA)
+	}
+	return nil
 }
 
 // isSet reports whether the flag name was given on the command line.

@@ -169,6 +169,11 @@ func TestBadUsageIsOneLineAndExit2(t *testing.T) {
 		{[]string{"serve", "-model", "pool", "-store", "postgres", "-postgres", "postgres://u:p@127.0.0.1:99999/db"}, "invalid port"},
 		{[]string{"serve", "-model", "pool", "-store", "memory", "-addr", "999.0.0.1:1"}, "-addr 999.0.0.1:1:"},
 		{[]string{"serve", "-model", "pool", "-store", "memory", "-fail", "sometimes"}, "use open, closed or local"},
+		// The attacker's finding: flags for another store or algorithm were
+		// accepted, and read by nothing.
+		{[]string{"serve", "-model", "pool", "-store", "file", "-redis", "redis://127.0.0.1:6379/0"}, "-redis applies to -store redis only"},
+		{[]string{"serve", "-model", "pool", "-store", "memory", "-burst", "3"}, "-burst applies to -algorithm gcra only"},
+		{[]string{"serve", "-model", "cgi", "-store", "mysql", "-postgres", "postgres://u@127.0.0.1/db"}, "-postgres applies to -store postgres only"},
 		{[]string{"demo", "-store", "apcu"}, "use memory or file"},
 		{[]string{"demo", "-store", "memory", "-requests", "0"}, "-requests 0: from 1 to 100000"},
 		// The attacker's findings: sizes were unbounded (boundary -limit
