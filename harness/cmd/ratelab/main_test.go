@@ -174,6 +174,10 @@ func TestBadUsageIsOneLineAndExit2(t *testing.T) {
 		{[]string{"serve", "-model", "pool", "-store", "file", "-redis", "redis://127.0.0.1:6379/0"}, "-redis applies to -store redis only"},
 		{[]string{"serve", "-model", "pool", "-store", "memory", "-burst", "3"}, "-burst applies to -algorithm gcra only"},
 		{[]string{"serve", "-model", "cgi", "-store", "mysql", "-postgres", "postgres://u@127.0.0.1/db"}, "-postgres applies to -store postgres only"},
+		// The attacker's finding: an output path that cannot be written was
+		// found only after the run, minutes later.
+		{[]string{"check", "-counter", "flock", "-html", filepath.Join(dir, "missing", "h.html")}, "-html " + filepath.Join(dir, "missing", "h.html") + ": stat "},
+		{[]string{"bench", "-o", dir}, "-o " + dir + ": is a directory"},
 		{[]string{"demo", "-store", "apcu"}, "use memory or file"},
 		{[]string{"demo", "-store", "memory", "-requests", "0"}, "-requests 0: from 1 to 100000"},
 		// The attacker's findings: sizes were unbounded (boundary -limit
