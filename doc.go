@@ -21,12 +21,12 @@
 // A rule's name is part of the state's key (Name + ":" + key), so two rules
 // on one key never touch each other's state, and the original's key
 // "demo-start:ip:203.0.113.7" is rule "demo-start" counting
-// "ip:203.0.113.7": its fixed window stays where and what PHP writes. Time
+// "ip:203.0.113.7": the same key names the same state. Time
 // never runs backwards inside a state: a hit stamped earlier than the
 // state it lands in counts in that state, never resetting it.
 //
 // [Limiter] consumes a Store with one rule or several (a compound limiter:
-// every rule counts every hit, the strictest decision wins). Package
+// every rule takes every hit, the strictest decision wins). Package
 // httplimit puts a Limiter in front of an http.Handler, passes the
 // request's context down, and answers 429 Too Many Requests with
 // Retry-After and the IETF draft RateLimit-Policy and RateLimit fields,

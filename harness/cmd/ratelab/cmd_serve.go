@@ -117,7 +117,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	defer cfg.Listener.Close()
 	if ip := cfg.Listener.Addr().(*net.TCPAddr).IP; !ip.IsLoopback() {
-		fmt.Fprintf(stderr, "ratelab serve: warning: -addr %s listens on %s, not loopback: whoever reaches this machine reaches the endpoint\n", *addr, ip)
+		fmt.Fprintf(stderr, "ratelab serve: warning: -addr %s listens beyond loopback: whoever reaches this machine reaches the endpoint\n", *addr)
 	}
 	return serve(cfg, f.dir == "", stdout, stderr)
 }
@@ -175,6 +175,13 @@ func banner(cfg httphost.Config, url string, scratch bool) string {
 	app := cfg.App
 	var b strings.Builder
 	fmt.Fprintf(&b, "serving model=%s store=%s, limit %d per %d s", cfg.Model, app.Store, app.Limit, app.Window/time.Second)
+	if app.Algorithm != "" && app.Algorithm != ratelab.FixedWindow {
+		fmt.Fprintf(&b, ", %s", app.Algorithm)
+	}
+	if app.Algorithm == ratelab.GCRA { // what comes at once is the burst, not the limit
+		fmt.Fprintf(&b, " burst %d", max(app.Burst, 1))
+		app.Limit = max(app.Burst, 1)
+	}
 	if app.Store != "memory" { // the in-memory store cannot fail: no policy applies
 		fmt.Fprintf(&b, ", fail %s", app.FailPolicy)
 	}

@@ -18,6 +18,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/harness"
+	httphost "github.com/ratelab/ratelab/http_host"
 	"github.com/ratelab/ratelab/internal/syncbuf"
 	"github.com/ratelab/ratelab/lab/redisserver"
 )
@@ -418,6 +421,18 @@ func TestServeWarnsOfAnAddressBeyondLoopback(t *testing.T) {
 	}{{"0.0.0.0:0", true}, {"127.0.0.1:0", false}} {
 		url, _, stderr := startServe(t, "", "-model", "single", "-store", "memory", "-addr", tt.addr)
 		require.NotEmpty(t, url, "stderr: %s", stderr.String())
-		assert.Equal(t, tt.warn, strings.Contains(stderr.String(), "not loopback"), "-addr %s: stderr %q", tt.addr, stderr.String())
+		assert.Equal(t, tt.warn, strings.Contains(stderr.String(), "beyond loopback"), "-addr %s: stderr %q", tt.addr, stderr.String())
+	}
+}
+
+// The newcomer's finding: with -algorithm gcra -burst 3 on a pool of 4,
+// the banner expected 4 × 30 = 120 let through, and the try loop got 12:
+// what comes at once is the burst. The banner names the algorithm too.
+func TestBannerExpectsTheBurstUnderGCRA(t *testing.T) {
+	cfg := httphost.Config{Model: harness.Pool, Workers: 4, CGIProcs: 1,
+		App: harness.App{Store: "memory", Limit: 30, Window: time.Hour, Algorithm: ratelab.GCRA, Burst: 3}}
+	got := banner(cfg, "http://127.0.0.1:1/demo", false)
+	for _, want := range []string{"limit 30 per 3600 s, gcra burst 3", "4 workers × 3 = 12 let through", "seq 17"} {
+		assert.Contains(t, got, want)
 	}
 }
