@@ -53,6 +53,6 @@ var errInterrupted = errors.New("interrupted: the private servers are stopped an
 // deferred clean-up runs: a signal's default action would leave the
 // private servers running and the directories behind.
 func interruptible() (interrupted func() bool, stop func()) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	return func() bool { return ctx.Err() != nil }, stop
 }

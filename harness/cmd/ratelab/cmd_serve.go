@@ -150,8 +150,9 @@ func serveApp(f *flags, appOf func() (harness.App, error)) (app harness.App, cle
 func serve(cfg httphost.Config, scratch bool, stdout, stderr io.Writer) (int, error) {
 	// Listen for the signals before the URL is out: a script may send one
 	// the moment it reads it. SIGHUP is the terminal closing: serve stops
-	// as cleanly as on Ctrl-C, removing what it made.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	// as cleanly as on Ctrl-C, removing what it made; so is SIGPIPE, its
+	// output's reader gone (serve ... | head), whose default would kill it.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	defer stop()
 	h, err := httphost.Start(cfg)
 	if err != nil {

@@ -42,3 +42,38 @@ func TestServePoolStopsCleanlyOnCtrlCToItsGroup(t *testing.T) {
 	err = cmd.Wait()
 	assert.NoError(t, err, "serve's exit after Ctrl-C to its group; stderr: %s", stderr.String())
 }
+
+// The newcomer's finding: serve 2>&1 | head died of SIGPIPE at its first
+// line after head had gone, and left its breaker's directory in the
+// temporary directory. A reader gone now stops serve as Ctrl-C does: exit
+// 0, its workers stopped, nothing left behind.
+func TestServeStopsCleanlyWhenItsReaderGoes(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	tmp := t.TempDir()
+	cmd := exec.Command(exe, "serve", "-model", "pool", "-workers", "2", "-store", "redis", "-redis", "redis://127.0.0.1:1/0", "-addr", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), envRunCLI+"=1", "TMPDIR="+tmp)
+	r, w, err := os.Pipe() // serve 2>&1 | head: one pipe for both streams
+	require.NoError(t, err)
+	cmd.Stdout, cmd.Stderr = w, w
+	require.NoError(t, cmd.Start())
+	w.Close()
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := bufio.NewReader(r)
+	url := ""
+	for line := ""; !strings.HasPrefix(line, "Ctrl-C stops it"); { // the banner's last line
+		line, err = lines.ReadString('\n')
+		require.NoError(t, err, "serve's banner ended early")
+		if strings.HasPrefix(line, "http://") {
+			url = line
+		}
+	}
+	require.NotEmpty(t, url, "serve printed no URL")
+	r.Close()                                               // head has its lines and goes
+	resp, err := http.Post(strings.TrimSpace(url), "", nil) // the outage's log line meets a broken pipe
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.NoError(t, cmd.Wait(), "serve's exit once its reader went")
+	left, _ := os.ReadDir(tmp)
+	assert.Empty(t, left, "left in the temporary directory")
+}
