@@ -20,10 +20,11 @@ const Mask = "xxxxx"
 
 // String returns conn with its password, if any, replaced by Mask.
 func String(conn string) string {
-	for _, pw := range passwords(conn) {
+	pws := passwords(conn)
+	for _, pw := range pws {
 		conn = replace(conn, pw)
 	}
-	return conn
+	return pieces(conn, pws)
 }
 
 // Err returns err with every form of conn's password in its message
@@ -40,6 +41,7 @@ func Err(err error, conn string) error {
 	for _, pw := range pws {
 		out = replace(out, pw)
 	}
+	out = pieces(out, pws)
 	if slices.ContainsFunc(pws, awkward) {
 		out = withhold(out)
 	}
@@ -64,7 +66,36 @@ func passwords(conn string) []string {
 	for _, addr := range q["addr"] {
 		pws = append(pws, Password("redis://"+addr))
 	}
-	return append(append(pws, q["password"]...), q["sentinel_password"]...)
+	pws = append(append(pws, q["password"]...), q["sentinel_password"]...)
+	for _, m := range queryPassword.FindAllStringSubmatch(query, -1) { // and what does not: a bad escape, a ';'
+		pws = append(pws, m[1])
+	}
+	return pws
+}
+
+// queryPassword finds a password= or sentinel_password= parameter as
+// written, which url.ParseQuery drops when it cannot read it.
+var queryPassword = regexp.MustCompile(`(?i)(?:^|[&;])(?:sentinel_)?password=([^&]*)`)
+
+// piece matches a run of text between separators: a parser that masks a
+// password itself may stop at a space or a quote (pgx prints
+// "password=xxxxx Wk7" of password=Zq9\\ Wk7), leaving a piece behind.
+var piece = regexp.MustCompile("[^\\s\"'`\\\\:,;]+")
+
+// pieces replaces every piece of s that is a piece of one of pws with Mask.
+func pieces(s string, pws []string) string {
+	of := map[string]bool{}
+	for _, pw := range pws {
+		for _, p := range piece.FindAllString(pw, -1) {
+			of[p] = true
+		}
+	}
+	return piece.ReplaceAllStringFunc(s, func(p string) string {
+		if of[p] {
+			return Mask
+		}
+		return p
+	})
 }
 
 // awkward reports whether pw holds a character a URL must escape. A

@@ -132,3 +132,40 @@ func TestParserMessagesKeepNoPieceOfThePassword(t *testing.T) {
 		t.Errorf("String = %q, the capitalised PASSWORD shows", got)
 	}
 }
+
+// The attacker's findings at 7ccef37. pgx masks a key=value string's
+// password itself, up to the first space: of "password= Zq9Wk7" it masks
+// nothing but the gap, of "password=Zq9\ Wk7" the first half. Its Mask
+// is ours, so no quoted text was withheld, and the rest was printed.
+func TestPgxsOwnMaskLeavesNoPiece(t *testing.T) {
+	for _, tt := range []struct{ conn, msg string }{
+		{`host=h password= Zq9Wk7 sslmode=bogus`, "cannot parse `host=h password=xxxxx Zq9Wk7 sslmode=bogus`: failed to configure TLS (sslmode is invalid)"},
+		{`host=h password=Zq9\ Wk7 sslmode=bogus`, "cannot parse `host=h password=xxxxx Wk7 sslmode=bogus`: failed to configure TLS (sslmode is invalid)"},
+		{`host=h password= 'Zq9 Wk7' sslmode=bogus`, "cannot parse `host=h password=xxxxx 'Zq9 Wk7' sslmode=bogus`: bad"},
+	} {
+		got := Err(errors.New(tt.msg), tt.conn).Error()
+		if strings.Contains(got, "Zq9") || strings.Contains(got, "Wk7") {
+			t.Errorf("%q: Err = %q, a piece of the password shows", tt.conn, got)
+		}
+		if !strings.Contains(got, "sslmode") && !strings.Contains(got, "bad") {
+			t.Errorf("%q: Err = %q, the reason is gone", tt.conn, got)
+		}
+	}
+}
+
+// A Redis URL's password= or sentinel_password= that url.ParseQuery drops
+// — an escape it cannot read, a ';' — was not known to be a password, and
+// the URL was printed whole.
+func TestAQueryPasswordTheParserDropsIsMasked(t *testing.T) {
+	for _, conn := range []string{
+		"redis://127.0.0.1:1/0?password=Zq9%zzWk7",
+		"redis://127.0.0.1:1/0?password=Zq9;Wk7&pool_size=2",
+		"redis://127.0.0.1:26379/0?master_name=m&sentinel_password=Zq9%zzWk7",
+	} {
+		for _, got := range []string{String(conn), Err(errors.New("redis unreachable at "+conn), conn).Error()} {
+			if strings.Contains(got, "Zq9") || strings.Contains(got, "Wk7") {
+				t.Errorf("%q: got %q, a piece of the password shows", conn, got)
+			}
+		}
+	}
+}

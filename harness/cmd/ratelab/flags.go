@@ -19,6 +19,7 @@ import (
 	httphost "github.com/ratelab/ratelab/http_host"
 	"github.com/ratelab/ratelab/httplimit"
 	"github.com/ratelab/ratelab/internal/choices"
+	"github.com/ratelab/ratelab/internal/redact"
 )
 
 // flags is a flag set that reports bad flags as one usage line.
@@ -102,7 +103,11 @@ func (f *flags) parse(args []string) error {
 		return usagef("%v (see ratelab %s -h)", err, strings.TrimPrefix(f.Name(), "ratelab "))
 	}
 	if f.NArg() > 0 {
-		return usagef("unexpected argument %q", f.Arg(0))
+		arg := redact.String(f.Arg(0)) // a connection string split by the shell: password=…
+		if strings.Contains(arg, "=") {
+			return usagef("unexpected argument %q (a connection string with spaces goes in quotes)", arg)
+		}
+		return usagef("unexpected argument %q", arg)
 	}
 	if f.Lookup("limit") != nil && f.limit <= 0 {
 		return usagef("-limit %d must be positive", f.limit)

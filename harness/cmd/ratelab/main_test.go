@@ -236,6 +236,30 @@ func TestServersFromTheEnvironment(t *testing.T) {
 	}
 }
 
+// The attacker's findings at 7ccef37: a key=value string left unquoted in
+// the shell splits into arguments, and "unexpected argument" quoted the
+// password= piece back; pgx's own mask of password= stops at a space and
+// printed the rest.
+func TestNoMessageQuotesAPassword(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-postgres", "host=127.0.0.1", "password=Zq9Wk7"}, `unexpected argument "password=xxxxx" (a connection string with spaces goes in quotes)`},
+		{[]string{"-postgres", "host=127.0.0.1 password= Zq9Wk7 sslmode=bogus"}, "sslmode is invalid"},
+		{[]string{"-postgres", `host=127.0.0.1 password=Zq9\ Wk7 sslmode=bogus`}, "sslmode is invalid"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, out, errOut := cli(append([]string{"serve", "-model", "pool", "-store", "postgres"}, tt.args...)...)
+			assert.Equal(t, 2, code, "stdout %q, stderr %q", out, errOut)
+			assert.Contains(t, errOut, tt.want)
+			assert.NotContains(t, errOut+out, "Zq9")
+			assert.NotContains(t, errOut+out, "Wk7")
+		})
+	}
+}
+
 func TestHelpExitsZero(t *testing.T) {
 	code, out, _ := cli("hit", "-h")
 	assert.Equal(t, 0, code)
