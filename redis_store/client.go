@@ -46,6 +46,9 @@ func NewClient(url string, timeout time.Duration) (redis.UniversalClient, error)
 	if err == nil {
 		err = checkAddrs(o.network, o.addrs...)
 	}
+	if err == nil && (*o.poolSize < 0 || *o.poolSize > MaxPoolSize) { // go-redis panics making such a pool
+		err = fmt.Errorf("pool_size %d must be from 0 (go-redis's default) to %d", *o.poolSize, MaxPoolSize)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: %w", redact.Err(err, url))
 	}
@@ -54,6 +57,10 @@ func NewClient(url string, timeout time.Duration) (redis.UniversalClient, error)
 	*o.maxRetries, *o.dialerRetries = -1, 1
 	return o.client(), nil
 }
+
+// MaxPoolSize is the most connections NewClient lets a URL's pool_size
+// ask for; each is a file descriptor, and a limiter needs few.
+const MaxPoolSize = 1000
 
 // GoRedisLog writes go-redis's own log lines — a dial that failed, what
 // a sentinel answered — to Logger as warnings, with the store's other
@@ -79,6 +86,7 @@ type parsed struct {
 	contextTimeout            *bool
 	dial, read, write, pool   *time.Duration
 	maxRetries, dialerRetries *int
+	poolSize                  *int
 	client                    func() redis.UniversalClient
 }
 
@@ -92,21 +100,21 @@ func parseURL(url string) (parsed, error) {
 			return parsed{}, err
 		}
 		return parsed{"tcp", o.SentinelAddrs, &o.ContextTimeoutEnabled, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout,
-			&o.MaxRetries, &o.DialerRetries, func() redis.UniversalClient { return redis.NewFailoverClient(o) }}, nil
+			&o.MaxRetries, &o.DialerRetries, &o.PoolSize, func() redis.UniversalClient { return redis.NewFailoverClient(o) }}, nil
 	case isClusterURL(url):
 		o, err := redis.ParseClusterURL(url)
 		if err != nil {
 			return parsed{}, err
 		}
 		return parsed{"tcp", o.Addrs, &o.ContextTimeoutEnabled, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout,
-			&o.MaxRetries, &o.DialerRetries, func() redis.UniversalClient { return redis.NewClusterClient(o) }}, nil
+			&o.MaxRetries, &o.DialerRetries, &o.PoolSize, func() redis.UniversalClient { return redis.NewClusterClient(o) }}, nil
 	}
 	o, err := redis.ParseURL(url)
 	if err != nil {
 		return parsed{}, err
 	}
 	return parsed{o.Network, []string{o.Addr}, &o.ContextTimeoutEnabled, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout,
-		&o.MaxRetries, &o.DialerRetries, func() redis.UniversalClient { return redis.NewClient(o) }}, nil
+		&o.MaxRetries, &o.DialerRetries, &o.PoolSize, func() redis.UniversalClient { return redis.NewClient(o) }}, nil
 }
 
 // isSentinelURL reports whether url names Sentinels (master_name=).

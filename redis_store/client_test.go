@@ -79,3 +79,24 @@ func TestNewClientRefusesBadURLs(t *testing.T) {
 		assert.NotContains(t, err.Error(), "S3cret", url)
 	}
 }
+
+// The attacker's finding: a pool_size go-redis cannot make a pool of
+// panicked in NewClient (makechan: size out of range, with a stack), where
+// bad input must get a clear error. Each kind of client is checked.
+func TestNewClientRefusesAPoolItCannotMake(t *testing.T) {
+	for _, url := range []string{
+		"redis://127.0.0.1:6379/0?pool_size=-1",
+		"redis://127.0.0.1:6379/0?pool_size=99999999999",
+		"redis://127.0.0.1:6379/0?pool_size=1001",
+		"redis://127.0.0.1:7000?addr=127.0.0.1:7001&pool_size=-1",
+		"redis://127.0.0.1:26379/0?master_name=m&pool_size=-1",
+	} {
+		_, err := redisstore.NewClient(url, 0)
+		if assert.Error(t, err, url) {
+			assert.Contains(t, err.Error(), "must be from 0 (go-redis's default) to 1000", url)
+		}
+	}
+	c, err := redisstore.NewClient("redis://127.0.0.1:6379/0?pool_size=1000", 0)
+	require.NoError(t, err, "the largest pool allowed")
+	c.Close()
+}
