@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ratelab/ratelab"
@@ -39,9 +40,11 @@ func Roles() childproc.Roles {
 	return childproc.Roles{
 		roleServer: func() error {
 			// The front ends its workers by closing their stdin, once it
-			// has stopped taking requests; a terminal's Ctrl-C, sent to
-			// the whole process group, must not end them before it.
-			signal.Ignore(os.Interrupt)
+			// has stopped taking requests (and its death closes it too);
+			// a signal sent to the whole process group — a terminal's
+			// Ctrl-C or hang-up, timeout(1)'s or a service manager's
+			// SIGTERM — must not end them before it.
+			signal.Ignore(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			return serveChild(os.Stdin, os.Stdout)
 		},
 		roleCGI: cgiChild,

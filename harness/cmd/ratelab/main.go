@@ -54,8 +54,9 @@ const (
 
 func main() {
 	// go-redis has one logger per process: its lines (a dial that failed)
-	// become records of the program's log, as every other line is.
-	redis.SetLogger(redisstore.GoRedisLog{Logger: slog.Default()})
+	// become records of the program's log, in the format of the workers'
+	// records (a worker sets its own), so that an outage reads alike.
+	redis.SetLogger(redisstore.GoRedisLog{Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 	childproc.RunIfChild(httphost.Roles(), racetests.Roles(), boundaryreport.Roles(), stress.Roles(), databaselock.Roles(), bench.Roles())
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -20,27 +20,41 @@ import (
 // A terminal's Ctrl-C signals the whole process group: the pool's workers
 // as well as serve. serve must still stop them itself, in order, and exit
 // 0 — before, the workers died first and serve exited 1 ("worker … exited
-// (signal: interrupt) before printing result").
-func TestServePoolStopsCleanlyOnCtrlCToItsGroup(t *testing.T) {
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	cmd := exec.Command(exe, "serve", "-model", "pool", "-workers", "2", "-store", "memory", "-addr", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), envRunCLI+"=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a group of its own, as a terminal's job is
-	stderr := new(syncbuf.Buffer)
-	cmd.Stderr = stderr
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	require.NoError(t, err, "serve printed no URL: %s", stderr.String())
-	resp, err := http.Post(strings.TrimSpace(line), "", nil)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.NoError(t, syscall.Kill(-cmd.Process.Pid, syscall.SIGINT))
-	err = cmd.Wait()
-	assert.NoError(t, err, "serve's exit after Ctrl-C to its group; stderr: %s", stderr.String())
+// (signal: interrupt) before printing result"). So must SIGTERM and SIGHUP
+// to the group: timeout(1) and a service manager stop a whole group with
+// SIGTERM, a terminal that closes hangs up on its job (the finding: under
+// timeout serve exited 1, "worker … exited (signal: terminated)").
+func TestServeStopsCleanlyOnASignalToItsGroup(t *testing.T) {
+	for _, tt := range []struct {
+		model string
+		sig   syscall.Signal
+	}{{"pool", syscall.SIGINT}, {"pool", syscall.SIGTERM}, {"pool", syscall.SIGHUP}, {"cgi", syscall.SIGTERM}, {"two-hosts", syscall.SIGTERM}} {
+		model, sig := tt.model, tt.sig
+		t.Run(model+" "+sig.String(), func(t *testing.T) {
+			exe, err := os.Executable()
+			require.NoError(t, err)
+			tmp := t.TempDir() // the file store's scratch directory goes here, and must go
+			cmd := exec.Command(exe, "serve", "-model", model, "-store", "file", "-addr", "127.0.0.1:0")
+			cmd.Env = append(os.Environ(), envRunCLI+"=1", "TMPDIR="+tmp)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a group of its own, as a terminal's job is
+			stderr := new(syncbuf.Buffer)
+			cmd.Stderr = stderr
+			stdout, err := cmd.StdoutPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+			line, err := bufio.NewReader(stdout).ReadString('\n')
+			require.NoError(t, err, "serve printed no URL: %s", stderr.String())
+			resp, err := http.Post(strings.TrimSpace(line), "", nil)
+			require.NoError(t, err)
+			resp.Body.Close()
+			require.NoError(t, syscall.Kill(-cmd.Process.Pid, sig))
+			err = cmd.Wait()
+			assert.NoError(t, err, "serve's exit after %v to its group; stderr: %s", sig, stderr.String())
+			left, _ := os.ReadDir(tmp)
+			assert.Empty(t, left, "left in the temporary directory")
+		})
+	}
 }
 
 // The newcomer's finding: serve 2>&1 | head died of SIGPIPE at its first
