@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/internal/choices"
+	"github.com/ratelab/ratelab/internal/logevery"
 )
 
 // ErrUnavailable is wrapped by the errors of a store that cannot reach
@@ -76,12 +77,17 @@ func ParseFailPolicy(s string) (FailPolicy, error) {
 	return 0, fmt.Errorf("ratelab: unknown fail policy %q: use %s", s, choices.Or(FailPolicies()))
 }
 
+// LogEvery is how often WithFailPolicy's log says that hits are decided
+// one way: once for the first, then at most once every LogEvery, with how
+// many like it were held back since.
+const LogEvery = 10 * time.Second
+
 // failSafe is the Store WithFailPolicy returns.
 type failSafe struct {
 	store  Store
 	policy FailPolicy
 	local  Store
-	log    *slog.Logger
+	log    *logevery.Log
 }
 
 // WithFailPolicy returns a Store that takes every hit in s and decides by
@@ -89,8 +95,9 @@ type failSafe struct {
 // Other errors — a conflict between two rules, a context that ended — are
 // returned as they are, under every policy. local is the in-process store
 // FailLocal decides in (the lesson's broken_inmemory, bounded), required
-// for FailLocal and ignored otherwise; log receives one line for each hit
-// the policy decides (nil: slog.Default()). A store without a policy
+// for FailLocal and ignored otherwise; log receives a line when the policy
+// decides a hit, one for each way it decides at most every LogEvery
+// (nil: slog.Default()). A store without a policy
 // fails closed, without the log line: it returns its error.
 func WithFailPolicy(s Store, p FailPolicy, local Store, log *slog.Logger) (Store, error) {
 	switch {
@@ -106,7 +113,7 @@ func WithFailPolicy(s Store, p FailPolicy, local Store, log *slog.Logger) (Store
 	if log == nil {
 		log = slog.Default()
 	}
-	return &failSafe{store: s, policy: p, local: local, log: log}, nil
+	return &failSafe{store: s, policy: p, local: local, log: logevery.New(log, LogEvery)}, nil
 }
 
 // !+fail
@@ -125,26 +132,26 @@ func (f *failSafe) TakeAt(ctx context.Context, r Rule, key string, now time.Time
 	var decided interface{ Decided() Decision }
 	switch {
 	case f.policy != FailLocal && errors.Is(err, ErrBusy):
-		f.log.Error("ratelab: hit refused: not taken in time (load is not an outage)", "rule", r.Name, "err", err)
+		f.log.At(now, slog.LevelError, "ratelab: hit refused: not taken in time (load is not an outage)", "rule", r.Name, "err", err)
 		return Decision{}, err
 	case f.policy == FailClosed:
-		f.log.Error("ratelab: hit refused (fail-closed)", "rule", r.Name, "err", err)
+		f.log.At(now, slog.LevelError, "ratelab: hit refused (fail-closed)", "rule", r.Name, "err", err)
 		return Decision{}, err
 	case errors.As(err, &decided):
-		f.log.Warn("ratelab: hit decided on a count the store could not confirm", "rule", r.Name, "err", err)
+		f.log.At(now, slog.LevelWarn, "ratelab: hit decided on a count the store could not confirm", "rule", r.Name, "err", err)
 		return decided.Decided(), nil
 	case f.policy == FailLocal:
 		d, lerr := f.local.TakeAt(ctx, r, key, now)
 		if lerr != nil {
 			return Decision{}, fmt.Errorf("ratelab: fail-local: %w", lerr)
 		}
-		f.log.Warn("ratelab: hit decided by this process alone (fail-local)", "rule", r.Name, "allowed", d.Allowed, "err", err)
+		f.log.At(now, slog.LevelWarn, "ratelab: hit decided by this process alone (fail-local)", "rule", r.Name, "allowed", d.Allowed, "err", err)
 		d.Source, d.Cause = Local, err
 		return d, nil
 	case maybeCounted(err):
-		f.log.Warn("ratelab: hit let through, counted or not (fail-open): the store's answer was lost", "rule", r.Name, "err", err)
+		f.log.At(now, slog.LevelWarn, "ratelab: hit let through, counted or not (fail-open): the store's answer was lost", "rule", r.Name, "err", err)
 	default:
-		f.log.Warn("ratelab: hit not counted (fail-open)", "rule", r.Name, "err", err)
+		f.log.At(now, slog.LevelWarn, "ratelab: hit not counted (fail-open)", "rule", r.Name, "err", err)
 	}
 	return Decision{Rule: r, Allowed: true, Source: Uncounted, Cause: err}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -303,3 +304,25 @@ func TestKeyDigest(t *testing.T) {
 }
 
 func newDiscardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// An outage is logged once every LogEvery for each way the policy decides,
+// not once per hit: a client sending fast during one made a line per
+// request, as much disk as it pleased. Each line after the first says how
+// many like it were held back. The hits' own instants are the clock.
+func TestAnOutageIsLoggedOnceEveryInterval(t *testing.T) {
+	gone := fmt.Errorf("x: %w: gone", ratelab.ErrUnavailable)
+	for _, p := range ratelab.FailPolicies() {
+		var logged bytes.Buffer
+		s := guarded(t, p, gone, slog.New(slog.NewTextHandler(&logged, nil)))
+		step := ratelab.LogEvery / 10
+		for i := range 21 { // at 0, LogEvery and 2 × LogEvery a line is due
+			s.TakeAt(context.Background(), original, "k", t0.Add(time.Duration(i)*step))
+		}
+		lines := strings.Split(strings.TrimSpace(logged.String()), "\n")
+		if assert.Len(t, lines, 3, "policy %v:\n%s", p, logged.String()) {
+			assert.NotContains(t, lines[0], "held_back", "policy %v: the first line", p)
+			assert.Contains(t, lines[1], "held_back=9", "policy %v", p)
+			assert.Contains(t, lines[2], "held_back=9", "policy %v", p)
+		}
+	}
+}

@@ -102,7 +102,7 @@ func openRedis(a harness.App, log *slog.Logger) (ratelab.Store, io.Closer, error
 	if err != nil {
 		return nil, nil, err
 	}
-	redis.SetLogger(redisstore.GoRedisLog{Logger: log})
+	redis.SetLogger(redisstore.NewGoRedisLog(log))
 	c, err := redisstore.NewClient(u, 0)
 	if err != nil {
 		return nil, nil, err

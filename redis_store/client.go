@@ -12,7 +12,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/internal/hostport"
+	"github.com/ratelab/ratelab/internal/logevery"
 	"github.com/ratelab/ratelab/internal/redact"
 )
 
@@ -63,18 +65,30 @@ func NewClient(url string, timeout time.Duration) (redis.UniversalClient, error)
 const MaxPoolSize = 1000
 
 // GoRedisLog writes go-redis's own log lines — a dial that failed, what
-// a sentinel answered — to Logger as warnings, with the store's other
-// records, where go-redis would write them unstructured to standard
-// error. go-redis has one logger for the whole process, not one per
+// a sentinel answered — to a slog.Logger as warnings, with the store's
+// other records, where go-redis would write them unstructured to
+// standard error; each of its formats at most once every
+// ratelab.LogEvery, with how many were held back (a breaker pings an
+// unreachable Redis five times a second, and each ping's dial fails
+// aloud). go-redis has one logger for the whole process, not one per
 // client, so the store cannot set it: a program does, once, in main:
 //
-//	redis.SetLogger(redisstore.GoRedisLog{Logger: logger})
-type GoRedisLog struct{ Logger *slog.Logger }
+//	redis.SetLogger(redisstore.NewGoRedisLog(logger))
+type GoRedisLog struct{ log *logevery.Log }
+
+// NewGoRedisLog returns a GoRedisLog writing to logger.
+func NewGoRedisLog(logger *slog.Logger) *GoRedisLog {
+	return &GoRedisLog{logevery.New(logger, ratelab.LogEvery)}
+}
 
 // Printf logs one of go-redis's lines as a warning.
-func (l GoRedisLog) Printf(ctx context.Context, format string, v ...any) {
+func (l *GoRedisLog) Printf(_ context.Context, format string, v ...any) {
+	l.printfAt(time.Now(), format, v...)
+}
+
+func (l *GoRedisLog) printfAt(now time.Time, format string, v ...any) {
 	msg := strings.TrimPrefix(fmt.Sprintf(format, v...), "redis: ")
-	l.Logger.WarnContext(ctx, "redisstore: go-redis: "+msg)
+	l.log.KeyAt(now, format, slog.LevelWarn, "redisstore: go-redis: "+msg)
 }
 
 // parsed is a URL parsed into the options of one kind of go-redis

@@ -1,6 +1,9 @@
 package redisstore_test
 
 import (
+	"bytes"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -8,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ratelab/ratelab"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 )
 
@@ -99,4 +103,23 @@ func TestNewClientRefusesAPoolItCannotMake(t *testing.T) {
 	c, err := redisstore.NewClient("redis://127.0.0.1:6379/0?pool_size=1000", 0)
 	require.NoError(t, err, "the largest pool allowed")
 	c.Close()
+}
+
+// go-redis's lines are held to one per format every ratelab.LogEvery: a
+// breaker pings an unreachable Redis five times a second, and each ping's
+// failed dial was a line, for as long as the outage lasted.
+func TestGoRedisLogHoldsBackRepeats(t *testing.T) {
+	var logged bytes.Buffer
+	l := redisstore.NewGoRedisLog(slog.New(slog.NewTextHandler(&logged, nil)))
+	t0 := time.Unix(1_780_000_000, 0)
+	const dial = "redis: connection pool: failed to dial after %d attempts: %v"
+	for i := range 51 { // ten seconds of pings, five a second, and one more
+		l.PrintfAt(t0.Add(time.Duration(i)*ratelab.LogEvery/50), dial, 1, "connection refused")
+	}
+	l.PrintfAt(t0, "sentinel: new master=%q addr=%q", "m", "127.0.0.1:1")
+	lines := strings.Split(strings.TrimSpace(logged.String()), "\n")
+	require.Len(t, lines, 3, logged.String())
+	assert.Contains(t, lines[0], `msg="redisstore: go-redis: connection pool: failed to dial after 1 attempts: connection refused"`)
+	assert.Contains(t, lines[1], "held_back=49")
+	assert.Contains(t, lines[2], "sentinel: new master")
 }

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -17,3 +18,6 @@ func LoadScripts(ctx context.Context, c redis.Cmdable) error {
 	}
 	return nil
 }
+
+// PrintfAt is Printf at an instant of the test's.
+func (l *GoRedisLog) PrintfAt(now time.Time, format string, v ...any) { l.printfAt(now, format, v...) }

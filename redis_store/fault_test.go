@@ -159,8 +159,8 @@ func startProxy(t *testing.T, target string) *redisserver.Proxy {
 // the store's logger.
 func TestADeadNodeFailsTheHitAtOnce(t *testing.T) {
 	var logged syncbuf.Buffer
-	redis.SetLogger(redisstore.GoRedisLog{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
-	t.Cleanup(func() { redis.SetLogger(redisstore.GoRedisLog{Logger: slog.Default()}) })
+	redis.SetLogger(redisstore.NewGoRedisLog(slog.New(slog.NewTextHandler(&logged, nil))))
+	t.Cleanup(func() { redis.SetLogger(redisstore.NewGoRedisLog(slog.Default())) })
 	const timeout = time.Second
 	quiet := slog.New(slog.DiscardHandler)
 	for _, tt := range []struct {

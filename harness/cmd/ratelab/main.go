@@ -56,7 +56,7 @@ func main() {
 	// go-redis has one logger per process: its lines (a dial that failed)
 	// become records of the program's log, in the format of the workers'
 	// records (a worker sets its own), so that an outage reads alike.
-	redis.SetLogger(redisstore.GoRedisLog{Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	redis.SetLogger(redisstore.NewGoRedisLog(slog.New(slog.NewTextHandler(os.Stderr, nil))))
 	childproc.RunIfChild(httphost.Roles(), racetests.Roles(), boundaryreport.Roles(), stress.Roles(), databaselock.Roles(), bench.Roles())
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
