@@ -188,7 +188,7 @@ func (r Report) Print(out io.Writer) {
 // pattern, against its bound, and what the patterns are.
 func (r Report) printTable(out io.Writer) {
 	c := r.Config
-	fmt.Fprintf(out, "limit %d per %s; most requests accepted in any %s span (both ends included)\n\n", c.Limit, dur(c.Window), dur(c.Window))
+	fmt.Fprintf(out, "limit %d per %s, GCRA burst %d; most requests accepted in any %s span (both ends included)\n\n", c.Limit, dur(c.Window), c.Burst, dur(c.Window))
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "algorithm\tedge\tpaced\trandom\tbound\tverdict")
 	for _, row := range r.Rows {

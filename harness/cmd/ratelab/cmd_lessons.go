@@ -87,6 +87,7 @@ func cmdBoundary(args []string, stdout, stderr io.Writer) (int, error) {
 	svg := f.String("svg", "", "write the chart to this file and exit")
 	weightSVG := f.String("weight-svg", "", "write the sliding counter's weighting chart to this file and exit")
 	f.limitFlag().windowFlag()
+	f.Lookup("limit").Usage = fmt.Sprintf("hits allowed per window (1 to %d)", ratelab.MaxLogLimit)
 	if err := f.parse(args); err != nil {
 		return 0, err
 	}
