@@ -78,7 +78,15 @@ cross:
 # exits, to catch a goroutine's race in that second; every test binary
 # would, and every child process it starts (internal/childproc sets the
 # same for those).
+#
+# The command is built first, without -race, as the tests that run it
+# build it (weave.BuildBinaries): the docs, http_host, beyond_one_host
+# and database_lock each start a go build of it, and two at once on an
+# empty cache compiled every package twice (a cold build of the command
+# takes about 156 s of CPU), since go's cache holds a package only once it
+# is compiled.
 test-race:
+	$(GO) build -o /dev/null ./harness/cmd/ratelab
 	GORACE="$$GORACE atexit_sleep_ms=0" $(GO) test -race -vet=off -timeout 60m ./docs $(PKGS)
 
 # -trimpath keeps the checkout's path out of the binary, and so out of the

@@ -114,21 +114,37 @@ func TestFrontCutsIdleAndSlowClients(t *testing.T) {
 // serve's single worker counts its decisions by policy and outcome and
 // serves them at /metrics in the Prometheus text format.
 func TestMetricsAtSlashMetrics(t *testing.T) {
-	a := app(t, harness.Memory)
-	a.Limit = 2
-	h, err := httphost.Start(httphost.Config{Model: harness.Single, App: a, Stderr: new(strings.Builder)})
-	require.NoError(t, err)
-	defer h.Close()
-	c := clientFrom("127.0.0.2")
-	for range 3 {
-		post(t, c, h.URL)
+	for _, tt := range []struct {
+		model harness.Model
+		want  []string
+	}{
+		{harness.Single, []string{`ratelab_requests_total{policy="demo-start",outcome="allowed"} 2`, `ratelab_requests_total{policy="demo-start",outcome="throttled"} 1`}},
+		// Under CGI the program that answers /metrics is new, and has
+		// counted nothing (the newcomer's finding: the page did not say).
+		{harness.CGI, []string{"# TYPE ratelab_requests_total counter"}},
+	} {
+		t.Run(string(tt.model), func(t *testing.T) {
+			a := app(t, harness.Memory)
+			a.Limit = 2
+			h, err := httphost.Start(httphost.Config{Model: tt.model, App: a, Stderr: new(strings.Builder)})
+			require.NoError(t, err)
+			defer h.Close()
+			c := clientFrom("127.0.0.2")
+			for range 3 {
+				post(t, c, h.URL)
+			}
+			resp, err := c.Get(strings.TrimSuffix(h.URL, "/demo") + "/metrics")
+			require.NoError(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			for _, w := range tt.want {
+				assert.Contains(t, string(body), w)
+			}
+			if tt.model == harness.CGI {
+				assert.NotContains(t, string(body), "ratelab_requests_total{", "a new process has counted nothing")
+			}
+		})
 	}
-	resp, err := c.Get(strings.TrimSuffix(h.URL, "/demo") + "/metrics")
-	require.NoError(t, err)
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	assert.Contains(t, string(body), `ratelab_requests_total{policy="demo-start",outcome="allowed"} 2`)
-	assert.Contains(t, string(body), `ratelab_requests_total{policy="demo-start",outcome="throttled"} 1`)
 }
 
 // The attacker's finding (#44): a malformed chunked body was answered 502

@@ -103,6 +103,12 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	if f.isSet("cgi-procs") && m != harness.CGI {
 		return 0, usagef("-cgi-procs applies to -model cgi only")
 	}
+	// Listen for the signals before anything is made: from the first on,
+	// serve stops and removes what it made. SIGHUP is the terminal
+	// closing; SIGPIPE is its output's reader gone (serve ... | head),
+	// whose default would kill it.
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
+	defer stop()
 	app, cleanup, err := serveApp(f, appOf)
 	if err != nil {
 		return 0, err
@@ -119,8 +125,11 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	if ip := cfg.Listener.Addr().(*net.TCPAddr).IP; !ip.IsLoopback() {
 		fmt.Fprintf(stderr, "ratelab serve: warning: -addr %s listens beyond loopback: whoever reaches this machine reaches the endpoint\n", *addr)
 	}
-	return serve(cfg, f.dir == "", stdout, stderr)
+	return serve(ctx, cfg, f.dir == "", stdout, stderr)
 }
+
+// stopSignals are those that stop serve, as cleanly as Ctrl-C does.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE}
 
 // serveApp makes the App of serve's flags, its state in a fresh directory
 // if the file store has no -dir; cleanup removes that directory.
@@ -145,15 +154,10 @@ func serveApp(f *flags, appOf func() (harness.App, error)) (app harness.App, cle
 }
 
 // serve starts the processes of cfg, prints the URL on stdout and what it
-// serves on stderr, and serves until SIGINT or SIGTERM; scratch says that
-// a file store's directory is serve's own, removed when it stops.
-func serve(cfg httphost.Config, scratch bool, stdout, stderr io.Writer) (int, error) {
-	// Listen for the signals before the URL is out: a script may send one
-	// the moment it reads it. SIGHUP is the terminal closing: serve stops
-	// as cleanly as on Ctrl-C, removing what it made; so is SIGPIPE, its
-	// output's reader gone (serve ... | head), whose default would kill it.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
-	defer stop()
+// serves on stderr, and serves until ctx ends (one of stopSignals came);
+// scratch says that a file store's directory is serve's own, removed
+// when it stops.
+func serve(ctx context.Context, cfg httphost.Config, scratch bool, stdout, stderr io.Writer) (int, error) {
 	h, err := httphost.Start(cfg)
 	if err != nil {
 		return 0, err
@@ -162,6 +166,10 @@ func serve(cfg httphost.Config, scratch bool, stdout, stderr io.Writer) (int, er
 	fmt.Fprint(stderr, banner(cfg, h.URL, scratch))
 
 	<-ctx.Done()
+	// The signals that follow — timeout -s INT sends one to serve, then
+	// one to its group — are ignored until serve is done: their default
+	// would kill it before it has removed what it made.
+	signal.Ignore(stopSignals...)
 	if err := h.Close(); err != nil {
 		return 0, err
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -90,4 +91,41 @@ func TestServeStopsCleanlyWhenItsReaderGoes(t *testing.T) {
 	assert.NoError(t, cmd.Wait(), "serve's exit once its reader went")
 	left, _ := os.ReadDir(tmp)
 	assert.Empty(t, left, "left in the temporary directory")
+}
+
+// The newcomer's finding: timeout -s INT signals serve, then its group, so
+// serve met a second SIGINT while it stopped; after the first, its
+// signals had their default action again, and the second killed it (exit
+// 130) before it removed its state directory. Signals that follow the
+// first are ignored until serve is done.
+func TestServeStopsCleanlyOnSignalsInARow(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	tmp := t.TempDir()
+	cmd := exec.Command(exe, "serve", "-model", "cgi", "-store", "file", "-addr", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), envRunCLI+"=1", "TMPDIR="+tmp)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stderr := new(syncbuf.Buffer)
+	cmd.Stderr = stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	_, err = bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err, "serve printed no URL: %s", stderr.String())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	require.NoError(t, syscall.Kill(cmd.Process.Pid, syscall.SIGINT))
+	for {
+		select {
+		case err := <-done:
+			assert.NoError(t, err, "serve's exit; stderr: %s", stderr.String())
+			left, _ := os.ReadDir(tmp)
+			assert.Empty(t, left, "left in the temporary directory")
+			return
+		default:
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) // again and again, to the group, until serve is gone
+			runtime.Gosched()
+		}
+	}
 }
