@@ -51,6 +51,11 @@ func NewClient(url string, timeout time.Duration) (redis.UniversalClient, error)
 	if err == nil && (*o.poolSize < 0 || *o.poolSize > MaxPoolSize) { // go-redis panics making such a pool
 		err = fmt.Errorf("pool_size %d must be from 0 (go-redis's default) to %d", *o.poolSize, MaxPoolSize)
 	}
+	if err != nil && strings.Contains(err.Error(), "unexpected option") {
+		// go-redis names them: an unescaped '&' in a password splits it
+		// into options, whose names are pieces of the password.
+		err = errors.New("the URL has query options go-redis does not know (not named: an '&' in a password splits it into options; write it as %26)")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: %w", redact.Err(err, url))
 	}

@@ -123,3 +123,14 @@ func TestGoRedisLogHoldsBackRepeats(t *testing.T) {
 	assert.Contains(t, lines[1], "held_back=49")
 	assert.Contains(t, lines[2], "sentinel: new master")
 }
+
+// The attacker's finding at 0574388: an unescaped '&' in a query password
+// splits it into options, and go-redis names the ones it does not know —
+// pieces of the password.
+func TestNewClientNamesNoUnknownOption(t *testing.T) {
+	_, err := redisstore.NewClient("redis://127.0.0.1:1/0?password=Qj&Zk=Vw", 0)
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "Zk")
+	assert.NotContains(t, err.Error(), "Vw")
+	assert.Contains(t, err.Error(), "%26")
+}

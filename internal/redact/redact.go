@@ -57,6 +57,9 @@ func Err(err error, conn string) error {
 // a password= or sentinel_password= value.
 func passwords(conn string) []string {
 	pws := []string{Password(conn)}
+	if m := keyValueRest.FindStringSubmatch(conn); m != nil && !strings.Contains(conn, "://") {
+		pws = append(pws, m[1]) // and all up to the next key=, where a parser may have cut it short
+	}
 	base, query, ok := strings.Cut(conn, "?")
 	if !ok || !strings.Contains(base, "://") {
 		return pws
@@ -73,6 +76,11 @@ func passwords(conn string) []string {
 	return pws
 }
 
+// keyValueRest finds a key=value string's password= and everything after
+// it up to the next key=: a quote or a space inside the password cuts it
+// short for libpq's rules, and a parser's message prints the rest.
+var keyValueRest = regexp.MustCompile(`(?is)(?:^|\s)password\s*=\s*(.*?)(?:\s+\w+\s*=|$)`)
+
 // queryPassword finds a password= or sentinel_password= parameter as
 // written, which url.ParseQuery drops when it cannot read it.
 var queryPassword = regexp.MustCompile(`(?i)(?:^|[&;])(?:sentinel_)?password=([^&]*)`)
@@ -80,7 +88,7 @@ var queryPassword = regexp.MustCompile(`(?i)(?:^|[&;])(?:sentinel_)?password=([^
 // piece matches a run of text between separators: a parser that masks a
 // password itself may stop at a space or a quote (pgx prints
 // "password=xxxxx Wk7" of password=Zq9\\ Wk7), leaving a piece behind.
-var piece = regexp.MustCompile("[^\\s\"'`\\\\:,;]+")
+var piece = regexp.MustCompile("[^\\s\"'`\\\\:,;#?/@&=+]+")
 
 // pieces replaces every piece of s that is a piece of one of pws with Mask.
 func pieces(s string, pws []string) string {
@@ -140,6 +148,9 @@ func Password(conn string) string {
 	}
 	rest := conn
 	if _, after, ok := strings.Cut(conn, "://"); ok {
+		if u, err := url.Parse(conn); err == nil && !hasPassword(u) {
+			return "" // it parses, without a password: an '@' is the query's, an addr= node's
+		}
 		rest = after
 	}
 	at := strings.LastIndex(rest, "@")
@@ -151,6 +162,12 @@ func Password(conn string) string {
 		return ""
 	}
 	return pw
+}
+
+// hasPassword reports whether u's user information holds a password.
+func hasPassword(u *url.URL) bool {
+	_, ok := u.User.Password()
+	return ok
 }
 
 // unescaped is a key=value string's value as libpq reads it: every

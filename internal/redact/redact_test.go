@@ -169,3 +169,28 @@ func TestAQueryPasswordTheParserDropsIsMasked(t *testing.T) {
 		}
 	}
 }
+
+// The attacker's findings at 0574388: a key=value password with a quote
+// or a space in it was cut where the parser would cut it, and the parser's
+// message printed the rest; a URL password with a ';' and a '#' left the
+// piece between them in a quoted text that held the mask.
+func TestAPasswordCutShortLeavesNoPiece(t *testing.T) {
+	for _, tt := range []struct{ conn, msg string }{
+		{`host=127.0.0.1 port=1 password='Qj'Zk'Vw' dbname=d`, "cannot parse `host=127.0.0.1 port=1 password=xxxxx dbname=d`: failed to parse as keyword/value (missing \"=\" after \"Zk'Vw'\" in connection info string\")"},
+		{`password="Qj Zk Vw" host=1`, "cannot parse `password=xxxxx Zk Vw\" host=1`: bad"},
+		{`host=127.0.0.1 port=1 password=Qj Zk Vw`, "cannot parse `host=127.0.0.1 port=1 password=xxxxx Zk Vw`: bad"},
+		{`host=127.0.0.1 password=Qj Zk#Vw`, "cannot parse `host=127.0.0.1 password=xxxxx Zk#Vw`: bad"},
+		{`host=127.0.0.1 password='Qj' 'ZkVw'`, "cannot parse `host=127.0.0.1 password=xxxxx 'ZkVw'`: bad"},
+		{"redis://u:Qj;Zk#Vw@127.0.0.1:1/0", `parse "redis://u:Qj;Zk": invalid port ":Qj;Zk" after host`},
+		{"redis://u:Qj;Zk?Vw@127.0.0.1:1/0", `parse "redis://u:Qj;Zk": invalid port ":Qj;Zk" after host`},
+		{"redis://u:Qj;Zk/Vw@127.0.0.1:1/0", `parse "redis://u:Qj;Zk": invalid port ":Qj;Zk" after host`},
+		{"redis://u:Qj Zk#Vw@127.0.0.1:1/0", `parse "redis://u:Qj Zk": invalid character " " in host name`},
+	} {
+		got := Err(errors.New(tt.msg), tt.conn).Error()
+		for _, piece := range []string{"Qj", "Zk", "Vw"} {
+			if strings.Contains(got, piece) {
+				t.Errorf("%q: Err = %q, %q shows", tt.conn, got, piece)
+			}
+		}
+	}
+}

@@ -19,7 +19,6 @@ import (
 	httphost "github.com/ratelab/ratelab/http_host"
 	"github.com/ratelab/ratelab/httplimit"
 	"github.com/ratelab/ratelab/internal/choices"
-	"github.com/ratelab/ratelab/internal/redact"
 )
 
 // flags is a flag set that reports bad flags as one usage line.
@@ -87,6 +86,18 @@ func (f *flags) atFlag() *flags {
 	return f
 }
 
+// holdsConnection reports whether args name a flag whose value is a
+// connection string: -redis, -mysql or -postgres.
+func holdsConnection(args []string) bool {
+	for _, a := range args {
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && (name == "redis" || name == "mysql" || name == "postgres") {
+			return true
+		}
+	}
+	return false
+}
+
 func (f *flags) parse(args []string) error {
 	if rec, ok := f.stdout.(*flagRecorder); ok { // usage is reading the flags
 		rec.set = f.FlagSet
@@ -99,15 +110,21 @@ func (f *flags) parse(args []string) error {
 		f.PrintDefaults()
 		return err
 	}
+	// A connection string the shell split (a space in its password) is
+	// not one argument but several, and any of them may be a piece of the
+	// password: with one on the command line, no argument is quoted back.
+	const notShown = "not shown: the command line holds a connection string, which may hold a password; one with spaces goes in quotes"
 	if err != nil {
+		if holdsConnection(args) {
+			return usagef("bad flag or flag value (%s; see ratelab %s -h)", notShown, strings.TrimPrefix(f.Name(), "ratelab "))
+		}
 		return usagef("%v (see ratelab %s -h)", err, strings.TrimPrefix(f.Name(), "ratelab "))
 	}
 	if f.NArg() > 0 {
-		arg := redact.String(f.Arg(0)) // a connection string split by the shell: password=…
-		if strings.Contains(arg, "=") {
-			return usagef("unexpected argument %q (a connection string with spaces goes in quotes)", arg)
+		if holdsConnection(args) {
+			return usagef("unexpected argument (%s)", notShown)
 		}
-		return usagef("unexpected argument %q", arg)
+		return usagef("unexpected argument %q", f.Arg(0))
 	}
 	if f.Lookup("limit") != nil && f.limit <= 0 {
 		return usagef("-limit %d must be positive", f.limit)
