@@ -36,7 +36,8 @@ var ErrNotCGI = errors.New("not under a CGI server (GATEWAY_INTERFACE is unset):
 // configuration error (an unusable state directory, a database that
 // refuses the credentials) is answered 500 with a body that
 // names no detail, and a one-line reason goes to stderr, which the web
-// server writes to its error log; passwords are masked there too. Redis
+// server writes to its error log; passwords are masked there too; the
+// error returned then wraps harness.ErrConfig. Redis
 // is not asked before the hit (a round trip per request): credentials it
 // refuses are found by the hit, answered 503, and never let through.
 func ServeCGI(a harness.CheckedApp, client httplimit.Client, stderr io.Writer) error {
@@ -54,8 +55,8 @@ func serveCGI(c checked, stderr io.Writer) error {
 	c.App.Conns = 1 // one hit, then the process ends
 	logger := workerLogger(stderr)
 	store, err := c.newStore(logger)
-	if err != nil {
-		return CGIError(err, stderr)
+	if err != nil { // a store that cannot be opened: a connection string, a directory
+		return CGIError(configError{err}, stderr)
 	}
 	defer store.Close()
 	if !store.down() { // the host's breaker: the server does not answer
@@ -81,6 +82,11 @@ func serveCGI(c checked, stderr io.Writer) error {
 
 // prepareWait bounds a CGI process's preparation of its store.
 const prepareWait = 2 * time.Second
+
+// configError is err, also a harness.ErrConfig, its message unchanged.
+type configError struct{ error }
+
+func (e configError) Unwrap() []error { return []error{e.error, harness.ErrConfig} }
 
 // CGIError answers the one request of a CGI program that cannot serve it
 // with 500 and a body that names no detail — an error can quote a path or

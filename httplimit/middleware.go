@@ -6,6 +6,7 @@
 package httplimit
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/internal/logevery"
 )
 
 // KeyFunc names the bucket a request is counted in.
@@ -81,9 +83,10 @@ type Middleware struct {
 	Metrics *Metrics
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Logger receives a line for each request that could not be decided
-	// and, in DryRun, each that would have been refused; nil means
-	// slog.Default().
+	// Logger receives a line when a request could not be keyed or
+	// decided and, in DryRun, when one would have been refused: each kind
+	// at most once every ratelab.LogEvery of Now, then with held_back, the
+	// number not written since; nil means slog.Default().
 	Logger *slog.Logger
 }
 
@@ -91,7 +94,7 @@ type Middleware struct {
 func (m *Middleware) Wrap(next http.Handler) http.Handler {
 	h := &limited{
 		m: m, next: next,
-		key: m.Key, now: m.Now, logger: m.Logger,
+		key: m.Key, now: m.Now,
 		count: m.Metrics.add, // a nil *Metrics counts nothing
 		first: m.Limiter.Rules()[0].Name,
 	}
@@ -101,9 +104,7 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 	if h.now == nil {
 		h.now = time.Now
 	}
-	if h.logger == nil {
-		h.logger = slog.Default()
-	}
+	h.log = logevery.New(cmp.Or(m.Logger, slog.Default()), ratelab.LogEvery)
 	var policies []string
 	for _, r := range m.Limiter.Rules() {
 		policies = append(policies, fmt.Sprintf("%q;q=%d;w=%d", r.Name, r.Limit, int64(r.Window/time.Second)))
@@ -119,7 +120,7 @@ type limited struct {
 	next        http.Handler
 	key         KeyFunc
 	now         func() time.Time
-	logger      *slog.Logger
+	log         *logevery.Log
 	count       func(policy, outcome string)
 	first       string // the first rule's name, for what no rule decided
 	policyField string
@@ -133,7 +134,7 @@ func (l *limited) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	k, err := l.key(r)
 	if err != nil {
-		l.logger.Error("httplimit: cannot key request", "err", err)
+		l.log.At(l.now(), slog.LevelError, "httplimit: cannot key request", "err", err)
 		http.Error(w, "rate limiter cannot identify the client", http.StatusInternalServerError)
 		return
 	}
@@ -148,7 +149,7 @@ func (l *limited) answer(w http.ResponseWriter, r *http.Request, k string) {
 	d, err := l.m.Limiter.AllowAt(r.Context(), k, l.now())
 	if err != nil {
 		l.count(l.first, Unavailable)
-		l.logger.Error("httplimit: rate limiter unavailable, refusing request", "err", err)
+		l.log.At(l.now(), slog.LevelError, "httplimit: rate limiter unavailable, refusing request", "err", err)
 		http.Error(w, "rate limiter unavailable, try again later", http.StatusServiceUnavailable)
 		return
 	}
@@ -167,7 +168,7 @@ func (l *limited) answer(w http.ResponseWriter, r *http.Request, k string) {
 		l.count(d.Rule.Name, allowedOutcome(d))
 	case l.m.DryRun:
 		l.count(d.Rule.Name, DryRunRefused)
-		l.logger.Warn("httplimit: dry run: this request would have been refused", "policy", d.Rule.Name, "retry_after", t)
+		l.log.At(l.now(), slog.LevelWarn, "httplimit: dry run: this request would have been refused", "policy", d.Rule.Name, "retry_after", t)
 	default:
 		l.count(d.Rule.Name, refusedOutcome(d))
 		h.Set("Retry-After", t)

@@ -1,12 +1,14 @@
 package httplimit_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,5 +157,41 @@ func TestMiddlewareFailLocalRefusesAndCountsApart(t *testing.T) {
 		if tt.code == 429 {
 			assert.Equal(t, "60", rec.Header().Get("Retry-After"))
 		}
+	}
+}
+
+// The attacker's finding at 0574388: under fail-closed an outage wrote a
+// line per request (495 of 500), the middleware's own. Each kind of line
+// is written once every ratelab.LogEvery of the middleware's clock, then
+// with held_back; so are an unkeyable request's and a dry run's.
+func TestMiddlewareLogsOnceEveryInterval(t *testing.T) {
+	down := storetest.Stub{Err: fmt.Errorf("x: %w: gone", ratelab.ErrUnavailable)}
+	full := storetest.Stub{D: ratelab.Decision{Rule: original, Allowed: false, RetryAfter: time.Minute, Source: ratelab.Shared}}
+	for _, tt := range []struct {
+		name   string
+		store  ratelab.Store
+		dryRun bool
+		addr   string
+	}{
+		{"unavailable", down, false, "203.0.113.7:1"},
+		{"unkeyable", down, false, ""},
+		{"dry run", full, true, "203.0.113.7:1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := ratelab.NewLimiter(tt.store, original)
+			require.NoError(t, err)
+			var logged bytes.Buffer
+			now := t0
+			h := (&httplimit.Middleware{Limiter: l, DryRun: tt.dryRun, Now: func() time.Time { return now },
+				Logger: slog.New(slog.NewTextHandler(&logged, nil))}).Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+			for i := range 21 { // at 0, LogEvery and 2 × LogEvery a line is due
+				now = t0.Add(time.Duration(i) * ratelab.LogEvery / 10)
+				get(h, tt.addr)
+			}
+			lines := strings.Split(strings.TrimSpace(logged.String()), "\n")
+			if assert.Len(t, lines, 3, logged.String()) {
+				assert.Contains(t, lines[1], "held_back=9")
+			}
+		})
 	}
 }

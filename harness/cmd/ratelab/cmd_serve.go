@@ -243,8 +243,11 @@ func cmdCGI(args []string, stdout, stderr io.Writer) (int, error) {
 		httphost.CGIError(err, stderr)
 		return exitUsage, nil
 	}
-	if err := httphost.ServeCGI(app, f.client, stderr); err != nil {
-		return exitFailure, nil // answered (400 or 500) and logged already
+	if err := httphost.ServeCGI(app, f.client, stderr); err != nil { // answered (400 or 500) and logged already
+		if errors.Is(err, harness.ErrConfig) {
+			return exitUsage, nil
+		}
+		return exitFailure, nil
 	}
 	return exitOK, nil
 }

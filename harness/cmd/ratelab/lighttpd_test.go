@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -204,6 +205,36 @@ func TestCGIAnswersAMalformedRequest400(t *testing.T) {
 			cmd.Run()
 			assert.True(t, strings.HasPrefix(stdout.String(), "Status: 400 Bad Request\r\n"), "stdout: %q", stdout.String())
 			assert.Contains(t, stderr.String(), "ratelab cgi: ")
+			assert.Equal(t, 1, strings.Count(stderr.String(), "\n"), "one line: %q", stderr.String())
+		})
+	}
+}
+
+// The attacker's finding at 0574388: a connection string or a directory
+// cgi cannot use, found as it opened the store, exited 1 where the page
+// promises a configuration error's exit 2 (serve and hit gave 2). The
+// answer is 500 all the same.
+func TestCGIConfigurationErrorsExit2(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	for _, args := range [][]string{
+		{"-store", "mysql", "-mysql", "app:s@tcp(127.0.0.1:99999)/app"},
+		{"-store", "redis", "-redis", "http://127.0.0.1:1/0"},
+		{"-store", "postgres", "-postgres", "postgres://u:s@127.0.0.1:99999/d"},
+		{"-store", "file", "-dir", filepath.Join(t.TempDir(), "missing")},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			cmd := exec.Command(exe, append([]string{"cgi"}, args...)...)
+			cmd.Env = append(os.Environ(), envRunCLI+"=1", "GATEWAY_INTERFACE=CGI/1.1", "REQUEST_METHOD=POST",
+				"REMOTE_ADDR=192.0.2.1", "SERVER_PROTOCOL=HTTP/1.1", "REQUEST_URI=/demo")
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var exit *exec.ExitError
+			if assert.ErrorAs(t, err, &exit) {
+				assert.Equal(t, 2, exit.ExitCode(), "stderr: %q", stderr.String())
+			}
+			assert.True(t, strings.HasPrefix(stdout.String(), "Status: 500 Internal Server Error\r\n"), "stdout: %q", stdout.String())
 			assert.Equal(t, 1, strings.Count(stderr.String(), "\n"), "one line: %q", stderr.String())
 		})
 	}
