@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"os"
 	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 )
 
 // modeFlags refuses a flag given on the command line that the kind of
@@ -53,6 +51,6 @@ var errInterrupted = errors.New("interrupted: the private servers are stopped an
 // deferred clean-up runs: a signal's default action would leave the
 // private servers running and the directories behind.
 func interruptible() (interrupted func() bool, stop func()) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	return func() bool { return ctx.Err() != nil }, stop
 }

@@ -128,7 +128,8 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	return serve(ctx, cfg, f.dir == "", stdout, stderr)
 }
 
-// stopSignals are those that stop serve, as cleanly as Ctrl-C does.
+// stopSignals are those that stop serve and the checks, as cleanly as
+// Ctrl-C does.
 var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE}
 
 // serveApp makes the App of serve's flags, its state in a fresh directory
@@ -167,9 +168,11 @@ func serve(ctx context.Context, cfg httphost.Config, scratch bool, stdout, stder
 
 	<-ctx.Done()
 	// The signals that follow — timeout -s INT sends one to serve, then
-	// one to its group — are ignored until serve is done: their default
-	// would kill it before it has removed what it made.
-	signal.Ignore(stopSignals...)
+	// one to its group — are caught until the process exits, by a channel
+	// nobody reads: their default would kill it before it has removed
+	// what it made. (signal.Ignore would leave a moment in which a signal
+	// is neither wanted nor ignored, and kills: 2 runs in 9 met it.)
+	signal.Notify(make(chan os.Signal, 1), stopSignals...)
 	if err := h.Close(); err != nil {
 		return 0, err
 	}

@@ -32,28 +32,13 @@ func TestServeStopsCleanlyOnASignalToItsGroup(t *testing.T) {
 	}{{"pool", syscall.SIGINT}, {"pool", syscall.SIGTERM}, {"pool", syscall.SIGHUP}, {"cgi", syscall.SIGTERM}, {"two-hosts", syscall.SIGTERM}} {
 		model, sig := tt.model, tt.sig
 		t.Run(model+" "+sig.String(), func(t *testing.T) {
-			exe, err := os.Executable()
-			require.NoError(t, err)
-			tmp := t.TempDir() // the file store's scratch directory goes here, and must go
-			cmd := exec.Command(exe, "serve", "-model", model, "-store", "file", "-addr", "127.0.0.1:0")
-			cmd.Env = append(os.Environ(), envRunCLI+"=1", "TMPDIR="+tmp)
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a group of its own, as a terminal's job is
-			stderr := new(syncbuf.Buffer)
-			cmd.Stderr = stderr
-			stdout, err := cmd.StdoutPipe()
-			require.NoError(t, err)
-			require.NoError(t, cmd.Start())
-			t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
-			line, err := bufio.NewReader(stdout).ReadString('\n')
-			require.NoError(t, err, "serve printed no URL: %s", stderr.String())
-			resp, err := http.Post(strings.TrimSpace(line), "", nil)
+			cmd, url, stderr, tmp := startServeGroup(t, "-model", model, "-store", "file", "-addr", "127.0.0.1:0")
+			resp, err := http.Post(url, "", nil)
 			require.NoError(t, err)
 			resp.Body.Close()
 			require.NoError(t, syscall.Kill(-cmd.Process.Pid, sig))
-			err = cmd.Wait()
-			assert.NoError(t, err, "serve's exit after %v to its group; stderr: %s", sig, stderr.String())
-			left, _ := os.ReadDir(tmp)
-			assert.Empty(t, left, "left in the temporary directory")
+			assert.NoError(t, cmd.Wait(), "serve's exit after %v to its group; stderr: %s", sig, stderr.String())
+			assertEmpty(t, tmp)
 		})
 	}
 }
@@ -89,8 +74,7 @@ func TestServeStopsCleanlyWhenItsReaderGoes(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.NoError(t, cmd.Wait(), "serve's exit once its reader went")
-	left, _ := os.ReadDir(tmp)
-	assert.Empty(t, left, "left in the temporary directory")
+	assertEmpty(t, tmp)
 }
 
 // The newcomer's finding: timeout -s INT signals serve, then its group, so
@@ -99,20 +83,7 @@ func TestServeStopsCleanlyWhenItsReaderGoes(t *testing.T) {
 // 130) before it removed its state directory. Signals that follow the
 // first are ignored until serve is done.
 func TestServeStopsCleanlyOnSignalsInARow(t *testing.T) {
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	tmp := t.TempDir()
-	cmd := exec.Command(exe, "serve", "-model", "cgi", "-store", "file", "-addr", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), envRunCLI+"=1", "TMPDIR="+tmp)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stderr := new(syncbuf.Buffer)
-	cmd.Stderr = stderr
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
-	_, err = bufio.NewReader(stdout).ReadString('\n')
-	require.NoError(t, err, "serve printed no URL: %s", stderr.String())
+	cmd, _, stderr, tmp := startServeGroup(t, "-model", "cgi", "-store", "file", "-addr", "127.0.0.1:0")
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	require.NoError(t, syscall.Kill(cmd.Process.Pid, syscall.SIGINT))
@@ -120,12 +91,40 @@ func TestServeStopsCleanlyOnSignalsInARow(t *testing.T) {
 		select {
 		case err := <-done:
 			assert.NoError(t, err, "serve's exit; stderr: %s", stderr.String())
-			left, _ := os.ReadDir(tmp)
-			assert.Empty(t, left, "left in the temporary directory")
+			assertEmpty(t, tmp)
 			return
 		default:
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) // again and again, to the group, until serve is gone
 			runtime.Gosched()
 		}
 	}
+}
+
+// startServeGroup starts serve with args in a process group of its own,
+// as a terminal's job is, its TMPDIR a fresh directory, and returns it
+// once it has printed its URL, with that directory.
+func startServeGroup(t *testing.T, args ...string) (cmd *exec.Cmd, url string, stderr *syncbuf.Buffer, tmp string) {
+	t.Helper()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	tmp = t.TempDir() // the file store's scratch directory goes here, and must go
+	cmd = exec.Command(exe, append([]string{"serve"}, args...)...)
+	cmd.Env = append(os.Environ(), envRunCLI+"=1", "TMPDIR="+tmp)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stderr = new(syncbuf.Buffer)
+	cmd.Stderr = stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err, "serve printed no URL: %s", stderr.String())
+	return cmd, strings.TrimSpace(line), stderr, tmp
+}
+
+// assertEmpty fails t if anything is left in dir.
+func assertEmpty(t *testing.T, dir string) {
+	t.Helper()
+	left, _ := os.ReadDir(dir)
+	assert.Empty(t, left, "left in the temporary directory")
 }
