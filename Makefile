@@ -8,7 +8,14 @@ PKGS := ./...
 # loading, the tests, every build of the command, the docs' copies of the
 # repository: the checkout's path stays out of the build cache's keys, so
 # each compiles a package once for all of them.
-export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
+#
+# -buildvcs=false: a go build or go run in the checkout (the tests build
+# the command there) otherwise runs git status to stamp the binary, and
+# git status may take and drop .git/index.lock, which changes the .git
+# entry of the root's listing; the tests that read the repository's files
+# open that listing, so go test ran them all again on the next make test
+# with nothing changed. Nothing reads the stamp.
+export GOFLAGS := $(strip $(GOFLAGS) -trimpath -buildvcs=false)
 
 .PHONY: suite-time corelines all test fmt-check tidy-check vet staticcheck cross test-race demo demo-broken demo-fixed demo-race \
 	demo-boundary demo-fail demo-check demo-redis demo-db figures serve-broken serve-fixed bench bench-peers docs fuzz mutants detection bin/ratelab
