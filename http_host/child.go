@@ -47,7 +47,13 @@ func Roles() childproc.Roles {
 			signal.Ignore(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			return serveChild(os.Stdin, os.Stdout)
 		},
-		roleCGI: cgiChild,
+		roleCGI: func() error {
+			// One request, bounded by the store's waits: a signal to
+			// the group must not cut it short with a 500 while the front
+			// stops, any more than it cuts short a worker's.
+			signal.Ignore(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+			return cgiChild()
+		},
 	}
 }
 

@@ -292,6 +292,9 @@ func (f *flags) appFlags() func() (harness.App, error) {
 		if err != nil {
 			return harness.App{}, usagef("-fail %q: use %s", *fail, choices.Or(ratelab.FailPolicies()))
 		}
+		if *redisWait < 0 {
+			return harness.App{}, usagef("-redis-wait %d must not be negative", *redisWait)
+		}
 		if *redisWaitTimeout < 0 {
 			return harness.App{}, usagef("-redis-wait-timeout %v must not be negative", *redisWaitTimeout)
 		}

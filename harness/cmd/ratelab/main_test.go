@@ -163,6 +163,9 @@ func TestBadUsageIsOneLineAndExit2(t *testing.T) {
 		{[]string{"serve", "-model", "pool", "-store", "memory", "-cgi-procs", "2"}, "-cgi-procs applies to -model cgi only"},
 		{[]string{"serve", "-model", "cgi", "-store", "file", "-dir", filepath.Join(dir, "missing")}, "does not exist"},
 		{[]string{"serve", "-model", "cgi", "-store", "redis", "-redis", "mysql://x"}, "-redis: redisstore:"},
+		// The attacker's finding: the store's own message named its
+		// fields (WaitReplicas), not the flag.
+		{[]string{"serve", "-model", "cgi", "-store", "redis", "-redis", "redis://127.0.0.1:6379/0", "-redis-wait", "-1"}, "-redis-wait -1 must not be negative"},
 		// A port that cannot exist is bad input, not an outage to wait out.
 		{[]string{"serve", "-model", "pool", "-store", "redis", "-redis", "redis://127.0.0.1:99999/0"}, `port "99999" is not a number from 1 to 65535`},
 		{[]string{"serve", "-model", "pool", "-store", "mysql", "-mysql", "u:p@tcp(127.0.0.1:99999)/db"}, `port "99999" is not a number from 1 to 65535`},

@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -40,6 +42,73 @@ func TestServeStopsCleanlyOnASignalToItsGroup(t *testing.T) {
 			assert.NoError(t, cmd.Wait(), "serve's exit after %v to its group; stderr: %s", sig, stderr.String())
 			assertEmpty(t, tmp)
 		})
+	}
+}
+
+// The attacker's finding: under -model cgi, SIGTERM to serve's group
+// killed the CGI programs answering at that moment, and their clients got
+// 500. A CGI program now finishes its one request, as a pool's worker
+// finishes its own: a hit waiting for its key's lock when the group is
+// signalled is answered once the lock is free.
+func TestServeFinishesACGIRequestOnASignalToItsGroup(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("finds the CGI program in /proc")
+	}
+	dir := t.TempDir()
+	cmd, url, stderr, _ := startServeGroup(t, "-model", "cgi", "-store", "file", "-dir", dir, "-addr", "127.0.0.1:0")
+	resp, err := http.Post(url, "", nil) // makes the client's state file
+	require.NoError(t, err)
+	resp.Body.Close()
+	states, err := filepath.Glob(filepath.Join(dir, "rate-limits", "*.json"))
+	require.NoError(t, err)
+	require.Len(t, states, 1, "the client's state file")
+	f, err := os.OpenFile(states[0], os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer f.Close()
+	require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX))
+	answer := make(chan int, 1)
+	go func() {
+		resp, err := http.Post(url, "", nil)
+		if err != nil {
+			answer <- 0
+			return
+		}
+		resp.Body.Close()
+		answer <- resp.StatusCode
+	}()
+	waitForOpener(t, states[0], cmd.Process.Pid, answer) // the CGI program, at the lock
+	require.NoError(t, syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM))
+	require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_UN))
+	assert.Equal(t, http.StatusOK, <-answer, "the second hit's answer; stderr: %s", stderr.String())
+	assert.NoError(t, cmd.Wait(), "serve's exit; stderr: %s", stderr.String())
+}
+
+// waitForOpener waits until a process of process group pgid other than
+// its leader has path open; it fails t if the request's answer comes
+// first.
+func waitForOpener(t *testing.T, path string, pgid int, answer <-chan int) {
+	t.Helper()
+	for {
+		select {
+		case code := <-answer:
+			t.Fatalf("got answer %d while the lock was held, want the CGI program waiting for it", code)
+		default:
+		}
+		procs, _ := filepath.Glob("/proc/[0-9]*")
+		for _, p := range procs {
+			stat, err := os.ReadFile(filepath.Join(p, "stat"))
+			fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+			if err != nil || len(fields) < 3 || fields[2] != strconv.Itoa(pgid) || filepath.Base(p) == strconv.Itoa(pgid) {
+				continue
+			}
+			fds, _ := filepath.Glob(filepath.Join(p, "fd", "*"))
+			for _, fd := range fds {
+				if target, _ := os.Readlink(fd); target == path {
+					return
+				}
+			}
+		}
+		runtime.Gosched()
 	}
 }
 
