@@ -15,7 +15,6 @@ import (
 
 // jaOnly are the Japanese pages that have no English twin, and why.
 var jaOnly = map[string]string{
-	"from-php.md":    "the walk from the original PHP code to the Go code that does each step",
 	"glossary.md":    "用語集: each term, its English chapter's term and its Go identifier",
 	"performance.md": "a guide to docs/performance*.md, which make bench writes in English",
 }
