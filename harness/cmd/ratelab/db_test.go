@@ -55,6 +55,18 @@ var databases = []database{
 // unreachable database is an outage: a warning, and serve runs. With the
 // right DSN, the CGI model — a new process per request — answers 429 from
 // #31, because every process counts in the one database.
+// The attacker's finding: with two hosts in the URL, pgx's error gives
+// each host a line of its own, and serve's warning ran over three. It is
+// one line, the rest of the banner after it.
+func TestServeWarnsInOneLine(t *testing.T) {
+	url, _, out := startServe(t, "", "-model", "pool", "-store", "postgres",
+		"-postgres", "postgres://u:p@127.0.0.1:1,127.0.0.1:2/db", "-addr", "127.0.0.1:0")
+	require.NotEmpty(t, url, "an unreachable database is an outage, not a configuration error: %s", out.String())
+	warning := lineWith(out.String(), "ratelab serve: warning:")
+	assert.Contains(t, warning, "127.0.0.1:2", "both hosts' errors")
+	assert.True(t, strings.HasSuffix(warning, "every hit fails open"), "got %q, want one line that ends with the policy", warning)
+}
+
 func TestServeWithADatabase(t *testing.T) {
 	for _, db := range databases {
 		t.Run(db.store, func(t *testing.T) {

@@ -31,10 +31,10 @@ func checkDatabase(cfg httphost.Config, stderr io.Writer) (int, error) {
 	case errors.Is(err, harness.ErrConfig):
 		return 0, usagef("-%s: %v", app.Store, strings.TrimPrefix(err.Error(), "harness: configuration error: "))
 	case sqlstore.Load(err):
-		fmt.Fprintf(stderr, "ratelab serve: warning: the %s database is too busy to answer (%v); until it answers, a hit waits its turn and is refused as busy (503) if its time runs out, or decided in the process under -fail local; once the front's pings go unanswered too, every hit is decided by the fail policy at once\n", app.Store, err)
+		fmt.Fprintf(stderr, "ratelab serve: warning: the %s database is too busy to answer (%s); until it answers, a hit waits its turn and is refused as busy (503) if its time runs out, or decided in the process under -fail local; once the front's pings go unanswered too, every hit is decided by the fail policy at once\n", app.Store, oneLine(err))
 		return 0, nil
 	case err != nil:
-		fmt.Fprintf(stderr, "ratelab serve: warning: the %s database is unreachable (%v); until it is back every hit fails %s\n", app.Store, err, app.FailPolicy)
+		fmt.Fprintf(stderr, "ratelab serve: warning: the %s database is unreachable (%s); until it is back every hit fails %s\n", app.Store, oneLine(err), app.FailPolicy)
 		return 0, nil
 	}
 	if cfg.App.Conns, err = shareConns(cfg, use.Usable(), stderr); err != nil {
@@ -61,4 +61,21 @@ func shareConns(cfg httphost.Config, usable int, stderr io.Writer) (int, error) 
 	}
 	fmt.Fprintf(stderr, "%s accepts %d connections; %d processes × %d each, a quarter kept for other clients\n", cfg.App.Store, usable, procs, conns)
 	return conns, nil
+}
+
+// oneLine is err's message on one line: pgx gives each host of a
+// multi-host URL a line of its own, which would split a warning.
+func oneLine(err error) string {
+	var b strings.Builder
+	for i, line := range strings.Split(err.Error(), "\n") {
+		switch {
+		case i == 0:
+		case strings.HasSuffix(b.String(), ":"):
+			b.WriteString(" ")
+		default:
+			b.WriteString("; ")
+		}
+		b.WriteString(strings.TrimSpace(line))
+	}
+	return b.String()
 }
