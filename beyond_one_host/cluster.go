@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/lab/redisserver"
 	"github.com/ratelab/ratelab/linearizability"
@@ -21,24 +23,34 @@ const MoveKey = "ip:203.0.113.7"
 // a history of clients hitting one key of a private Redis Cluster of
 // three primaries (the fixed window: two Redis keys in one slot) while
 // that key's slot moves to another primary, as redis-cli --cluster
-// reshard moves it. Every client sends hits/4 hits in each of four
-// phases, all clients of a phase at once: before the move; once it has
-// begun (the slot MIGRATING on its owner, which still holds the keys);
-// once the keys have gone (the owner answers ASK, the importing node
-// serves them); and after it has ended (the old owner answers MOVED).
-// The phases are kept apart, so every run has hits in every state of the
-// move. Half the hits are allowed. A hit that fails is an error: the
-// store follows every redirect.
+// reshard moves it. The clients send hits/4 hits each in four phases,
+// all clients of a phase at once: before the move; once it has begun
+// (the slot MIGRATING on its owner, which still holds the keys); once the
+// keys have gone (the owner answers ASK, the importing node serves them),
+// half of the clients; and after it has ended (the old owner answers
+// MOVED). The phases are kept apart, so every run has hits in every state
+// of the move: go-redis reloads a client's map of the cluster after an
+// ASK, and the reload may land after the move has ended, so the half
+// that sat out the third phase still name the old owner in the last one.
+// Half the hits are allowed. A hit that fails is an error: the store
+// follows every redirect.
 func ClusterMoveHistory(ctx context.Context, clients, hits int, tmp string) (linearizability.History, error) {
-	if clients <= 0 || hits < 4 {
-		return linearizability.History{}, errors.New("beyondonehost: a slot move needs clients and at least 4 hits each")
+	if clients < 2 || hits < 4 {
+		return linearizability.History{}, errors.New("beyondonehost: a slot move needs at least 2 clients and 4 hits each")
 	}
 	cl, err := redisserver.StartCluster(3, 0)
 	if err != nil {
 		return linearizability.History{}, err
 	}
 	defer cl.Stop()
-	rule := ratelab.Rule{Name: "move", Limit: int64(max(clients*(hits/4)*2, 1)), Window: time.Hour}.Normalized()
+	return moveHistory(ctx, cl, clients, hits, tmp, func(*redisserver.Move, []moveClient) error { return nil })
+}
+
+// moveHistory is ClusterMoveHistory on cl; moved runs once the move has
+// ended, before the last phase, with the clients that met ASK (the first
+// half).
+func moveHistory(ctx context.Context, cl *redisserver.Cluster, clients, hits int, tmp string, moved func(m *redisserver.Move, asked []moveClient) error) (linearizability.History, error) {
+	rule := moveRule(clients, hits)
 	return linearizability.RecordHere(tmp, func(rec *linearizability.Recorder) error {
 		stores, closeAll, err := clusterStores(cl.URL(), clients, rec)
 		if err != nil {
@@ -58,22 +70,43 @@ func ClusterMoveHistory(ctx context.Context, clients, hits int, tmp string) (lin
 			func() error { return move.Finish(ctx) },
 		}
 		for phase := range 4 {
+			who, err := stores, error(nil)
 			if phase > 0 {
-				if err := steps[phase-1](); err != nil {
-					return err
-				}
+				err = steps[phase-1]()
 			}
-			if err := hitAtOnce(ctx, stores, rule, hits/4); err != nil {
+			switch {
+			case err != nil:
+				return err
+			case phase == 2: // the keys gone: half the clients meet ASK
+				who, err = stores[:clients/2], answered(ctx, cl.Nodes[move.Owner], false, "ASK", "MOVED")
+			case phase == 3:
+				err = moved(move, stores[:clients/2])
+			}
+			if err == nil {
+				err = hitAtOnce(ctx, who, rule, hits/4)
+			}
+			if err != nil {
 				return fmt.Errorf("beyondonehost: phase %d of the move: %w", phase+1, err)
 			}
 		}
-		return answered(ctx, cl.Nodes[move.Owner], "ASK", "MOVED")
+		return answered(ctx, cl.Nodes[move.Owner], true, "ASK", "MOVED")
 	})
 }
 
+// moveRule is the rule of a move's hits: half of them allowed.
+func moveRule(clients, hits int) ratelab.Rule {
+	return ratelab.Rule{Name: "move", Limit: int64(max(MoveHits(clients, hits)/2, 1)), Window: time.Hour}.Normalized()
+}
+
+// MoveHits is how many hits ClusterMoveHistory sends: hits/4 from every
+// client in three phases, and from half of them in the third.
+func MoveHits(clients, hits int) int { return (3*clients + clients/2) * (hits / 4) }
+
 // answered reports an error unless node has answered each of the
-// redirects at least once: the hits met the slot in every state.
-func answered(ctx context.Context, node *redisserver.Server, redirects ...string) error {
+// redirects at least once (want) or none of them (!want): the hits met
+// the slot in every state, and the half that sat out the third phase
+// met no ASK before it.
+func answered(ctx context.Context, node *redisserver.Server, want bool, redirects ...string) error {
 	c := node.Client()
 	defer c.Close()
 	stats, err := c.Info(ctx, "errorstats").Result()
@@ -81,8 +114,11 @@ func answered(ctx context.Context, node *redisserver.Server, redirects ...string
 		return fmt.Errorf("beyondonehost: %w", err)
 	}
 	for _, r := range redirects {
-		if !strings.Contains(stats, "errorstat_"+r+":") {
+		switch got := strings.Contains(stats, "errorstat_"+r+":"); {
+		case want && !got:
 			return fmt.Errorf("beyondonehost: the slot's old owner never answered %s: the hits missed a state of the move", r)
+		case !want && got:
+			return fmt.Errorf("beyondonehost: the slot's old owner answered %s before the keys moved", r)
 		}
 	}
 	return nil
@@ -91,7 +127,8 @@ func answered(ctx context.Context, node *redisserver.Server, redirects ...string
 // moveClient is one client of ClusterMoveHistory: a connection to the
 // cluster of its own, its hits recorded.
 type moveClient struct {
-	raw *redisstore.Store
+	conn redis.UniversalClient
+	raw  *redisstore.Store
 	ratelab.Store
 }
 
@@ -120,7 +157,7 @@ func clusterStores(url string, n int, rec *linearizability.Recorder) ([]moveClie
 			closeAll()
 			return nil, nil, err
 		}
-		out = append(out, moveClient{raw: s, Store: rec.Store(s)})
+		out = append(out, moveClient{conn: c, raw: s, Store: rec.Store(s)})
 	}
 	return out, closeAll, nil
 }

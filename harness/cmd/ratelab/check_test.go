@@ -127,6 +127,7 @@ func TestCheckUsage(t *testing.T) {
 		{"-store", "file", "-fault", "pause"},
 		{"-store", "file", "-fault", "move"},
 		{"-store", "redis", "-fault", "move", "-hits", "3"},
+		{"-store", "redis", "-fault", "move", "-clients", "1"},
 		{"-store", "file", "-clients", "0"},
 		{"-store", "file", "-counter", "flock"},
 		{"-counter", "mutex"},

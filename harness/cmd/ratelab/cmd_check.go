@@ -162,6 +162,8 @@ func (c *checkRun) check(fault string) error {
 		return usagef("-fault %s needs -store redis", fault)
 	case fault == "move" && c.hits < 4:
 		return usagef("-fault move needs -hits 4 or more: a quarter of them in each state of the move")
+	case fault == "move" && c.clients < 2:
+		return usagef("-fault move needs -clients 2 or more: half of them sit out the keys' move")
 	case c.mistake != "" && c.mistake != databaselock.ReadThenWrite && c.mistake != databaselock.ResetFirst:
 		return usagef("-mistake %q: use %s or %s", c.mistake, databaselock.ReadThenWrite, databaselock.ResetFirst)
 	case c.mistake != "" && c.store != "mysql" && c.store != "postgres":
