@@ -109,6 +109,12 @@ func TestCheckTableRuns(t *testing.T) {
 		lineWith(out, "memory, cgi") != "" || !strings.Contains(out, "PASS: ") {
 		t.Errorf("check -rows -runs 2: exit %d, want 0, two rows, both runs as claimed\n%s\n%s", code, out, errb)
 	}
+	// Standard error, which the chapter describes and does not show: a
+	// line for each history as it ends, and one after each table run.
+	if n := strings.Count(errb, "check: memory, pool: not linearizable (run "); n != 2 ||
+		!strings.Contains(errb, "check: table run 2 of 2: every verdict as claimed\n") || strings.Count(errb, "\n") != 6 {
+		t.Errorf("check -rows -runs 2: stderr has %d lines for memory, pool, want a line for each of 2 histories, a line after each table run, 6 in all:\n%s", n, errb)
+	}
 	wrong := checkRow{"memory, pool, claimed wrongly", "linearizable",
 		checkRun{store: "memory", model: "pool", algorithm: ratelab.FixedWindow, clients: 8, hits: 10, workers: 4}}
 	right := checkRow{"memory, single", "linearizable",

@@ -68,7 +68,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	f.StringVar(&c.model, "model", "single", "execution model: single, pool, cgi or two-hosts")
 	alg := f.String("algorithm", "fixed", choices.Or(ratelab.Algorithms()))
 	f.IntVar(&c.clients, "clients", 8, "clients sending at once (> 0)")
-	f.IntVar(&c.hits, "hits", 10, "requests each client sends, one after another (> 0)")
+	f.IntVar(&c.hits, "hits", 10, "requests each client sends, one after another (> 0); under -fault move, hits/4 in each of the move's 4 phases, half the clients sitting out the third")
 	fault := f.String("fault", "none", "none; kill: two processes SIGKILL themselves in the middle of a hit; stop: two SIGSTOP themselves there, and are continued once the others have answered 8 hits (or after 300 ms); -store redis only: failover, the primary killed and its replica promoted; move, a cluster's slot moved to another node under the hits")
 	f.StringVar(&c.mistake, "mistake", "", "with -store mysql or postgres: "+databaselock.ReadThenWrite+" or "+databaselock.ResetFirst+", the database lesson's mistakes")
 	f.IntVar(&c.redisWait, "redis-wait", 0, "with -fault failover: replicas each hit waits for (0 or 1)")

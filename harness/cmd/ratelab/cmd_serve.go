@@ -200,7 +200,7 @@ func banner(cfg httphost.Config, url string, scratch bool) string {
 	if app.Store == "file" {
 		fmt.Fprintf(&b, ", state in %s", app.Dir)
 		if scratch {
-			b.WriteString(" (removed when serve stops)")
+			b.WriteString(" (removed when serve stops; a kill -9 leaves it)")
 		}
 	}
 	if cfg.Model == harness.CGI {
