@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/ratelab/ratelab"
@@ -19,7 +21,7 @@ import (
 // whose verdict was the one claimed. Every run counts: a table run that
 // differs does not end the others. A signal (interrupted) ends it before
 // the next row.
-func checkClaims(stdout, stderr io.Writer, picked *regexp.Regexp, table []checkRow, runs int, interrupted func() bool) (int, error) {
+func checkClaims(stdout, stderr io.Writer, skipped []string, table []checkRow, runs int, interrupted func() bool) (int, error) {
 	servers := new(privateServers)
 	defer servers.stop()
 	var rows []claim.Claim
@@ -59,7 +61,9 @@ func checkClaims(stdout, stderr io.Writer, picked *regexp.Regexp, table []checkR
 	if runs > 1 {
 		fmt.Fprintf(stdout, "\nthe table ran %d times; every verdict was the one claimed in %d of them\n", runs, passed)
 	}
-	skippedRows(stdout, picked)
+	for _, line := range skipped {
+		fmt.Fprintln(stdout, line)
+	}
 	fmt.Fprintln(stdout)
 	return claim.Verdict(stdout, passed == runs, "every history's verdict is the one claimed"), nil
 }
@@ -80,44 +84,61 @@ func checkRowOnce(stderr io.Writer, r checkRow, servers *privateServers) (claim.
 	return claim.Claim{Case: r.name, Expected: r.want, Observed: got, Detail: v.Counts()}, nil
 }
 
-// skippedRows says which servers' rows the table left out, of those whose
-// names picked (-rows; nil: every row) would match, and how to install
-// each.
-func skippedRows(stdout io.Writer, picked *regexp.Regexp) {
-	for _, missing := range []struct {
-		rows, hint string
-		found      bool
-	}{
-		{"redis", "redis-server not found; install it with " + redisserver.InstallHint, redisserver.Available()},
-		{"mysql", "mariadbd not found; install it with " + sqlserver.MariaDBInstallHint, sqlserver.MariaDBAvailable()},
-		{"postgres", "postgres not found; install it with " + sqlserver.PostgresInstallHint, sqlserver.PostgresAvailable()},
+// server is what the rows of one store need installed.
+type server struct {
+	store harness.StoreKind
+	found func() bool
+	hint  string
+}
+
+// missing returns the server that store's rows need and that is not
+// installed, if any.
+func missing(store harness.StoreKind) (server, bool) {
+	for _, s := range []server{
+		{"redis", redisserver.Available, "redis-server not found; install it with " + redisserver.InstallHint},
+		{"mysql", sqlserver.MariaDBAvailable, "mariadbd not found; install it with " + sqlserver.MariaDBInstallHint},
+		{"postgres", sqlserver.PostgresAvailable, "postgres not found; install it with " + sqlserver.PostgresInstallHint},
 	} {
-		if !missing.found && (picked == nil || picked.MatchString(missing.rows)) {
-			fmt.Fprintf(stdout, "(the %s rows were skipped: %s)\n", missing.rows, missing.hint)
+		if s.store == store && !s.found() {
+			return s, true
 		}
 	}
+	return server{}, false
 }
 
 // tableRows are the rows of the table whose names match pattern (every
-// row if it is empty), and pattern compiled.
-func tableRows(pattern string) ([]checkRow, *regexp.Regexp, error) {
+// row if it is empty) and whose server is installed, and a line for each
+// server whose rows it left out, saying how to install it. Matching no
+// row is a usage error; matching only rows it left out, an error.
+func tableRows(pattern string) (rows []checkRow, skipped []string, err error) {
 	re, err := regexp.Compile(pattern)
 	if err != nil {
 		return nil, nil, usagef("-rows: %v", err)
 	}
-	var rows []checkRow
+	matched := 0
 	for _, r := range checkTable() {
-		if re.MatchString(r.name) {
-			rows = append(rows, r)
+		if !re.MatchString(r.name) {
+			continue
 		}
-	}
-	if len(rows) == 0 {
-		if len(pattern) > 80 {
-			pattern = pattern[:80] + "…"
+		matched++
+		if srv, ok := missing(r.run.store); ok {
+			if line := fmt.Sprintf("(the %s rows were skipped: %s)", srv.store, srv.hint); !slices.Contains(skipped, line) {
+				skipped = append(skipped, line)
+			}
+			continue
 		}
-		return nil, nil, usagef("-rows %q matches no row of the table (a server's rows are in it only where the server is installed)", pattern)
+		rows = append(rows, r)
 	}
-	return rows, re, nil
+	if len(pattern) > 80 {
+		pattern = pattern[:80] + "…"
+	}
+	switch {
+	case matched == 0:
+		return nil, nil, usagef("-rows %q matches no row of the table", pattern)
+	case len(rows) == 0:
+		return nil, nil, fmt.Errorf("-rows %q: every row it matches needs a server that is not installed: %s", pattern, strings.Join(skipped, " "))
+	}
+	return rows, skipped, nil
 }
 
 // checkRow is one claim of ratelab check.
@@ -126,8 +147,10 @@ type checkRow struct {
 	run        checkRun
 }
 
-// checkTable is the table of claims. Every history starts from no state,
-// allows half its hits and refuses the rest.
+// checkTable is the table of claims, the rows of every server included
+// (tableRows leaves out those whose server is not installed). Every
+// history starts from no state, allows half its hits and refuses the
+// rest.
 func checkTable() []checkRow {
 	const yes, no = "linearizable", "not linearizable"
 	run := func(store harness.StoreKind, model string, alg ratelab.Algorithm, kills int) checkRun {
@@ -156,24 +179,18 @@ func checkTable() []checkRow {
 		checkRow{"file, two hosts, a directory each", no, run("file", "two-hosts", ratelab.FixedWindow, 0)},
 		checkRow{"read-modify-write without a lock", no, checkRun{counter: "lock-free", clients: 8, hits: 10}},
 		checkRow{"read-modify-write under flock", yes, checkRun{counter: "flock", clients: 8, hits: 10}},
+		checkRow{"redis, pool", yes, run("redis", "pool", ratelab.FixedWindow, 0)},
+		checkRow{"redis, cgi, gcra", yes, run("redis", "cgi", ratelab.GCRA, 0)},
+		checkRow{"redis, failover, replication asynchronous", no, checkRun{store: "redis", failover: true}},
+		checkRow{"redis, failover, WAIT for 1 replica", yes, checkRun{store: "redis", failover: true, redisWait: 1}},
+		checkRow{"redis cluster, the key's slot moving", yes, checkRun{store: "redis", move: true, clients: 8, hits: 12}},
+		checkRow{"mysql, pool, sliding", yes, run("mysql", "pool", ratelab.SlidingCounter, 0)},
+		checkRow{"mysql, read, then write", no, checkRun{store: "mysql", mistake: databaselock.ReadThenWrite}},
+		checkRow{"mysql, one upsert, reset_at assigned first", no, checkRun{store: "mysql", mistake: databaselock.ResetFirst}},
+		checkRow{"postgres, cgi, log", yes, run("postgres", "cgi", ratelab.SlidingLog, 0)},
+		checkRow{"postgres, read, then write", no, checkRun{store: "postgres", mistake: databaselock.ReadThenWrite}},
+		checkRow{"postgres, one upsert, reset_at assigned first", yes, checkRun{store: "postgres", mistake: databaselock.ResetFirst}},
 	)
-	if redisserver.Available() {
-		rows = append(rows, checkRow{"redis, pool", yes, run("redis", "pool", ratelab.FixedWindow, 0)},
-			checkRow{"redis, cgi, gcra", yes, run("redis", "cgi", ratelab.GCRA, 0)},
-			checkRow{"redis, failover, replication asynchronous", no, checkRun{store: "redis", failover: true}},
-			checkRow{"redis, failover, WAIT for 1 replica", yes, checkRun{store: "redis", failover: true, redisWait: 1}},
-			checkRow{"redis cluster, the key's slot moving", yes, checkRun{store: "redis", move: true, clients: 8, hits: 12}})
-	}
-	if sqlserver.MariaDBAvailable() {
-		rows = append(rows, checkRow{"mysql, pool, sliding", yes, run("mysql", "pool", ratelab.SlidingCounter, 0)},
-			checkRow{"mysql, read, then write", no, checkRun{store: "mysql", mistake: databaselock.ReadThenWrite}},
-			checkRow{"mysql, one upsert, reset_at assigned first", no, checkRun{store: "mysql", mistake: databaselock.ResetFirst}})
-	}
-	if sqlserver.PostgresAvailable() {
-		rows = append(rows, checkRow{"postgres, cgi, log", yes, run("postgres", "cgi", ratelab.SlidingLog, 0)},
-			checkRow{"postgres, read, then write", no, checkRun{store: "postgres", mistake: databaselock.ReadThenWrite}},
-			checkRow{"postgres, one upsert, reset_at assigned first", yes, checkRun{store: "postgres", mistake: databaselock.ResetFirst}})
-	}
 	return rows
 }
 
@@ -192,13 +209,8 @@ func shortWindowRows() []checkRow {
 	}
 	// The servers' own fixed-window steps, a Lua script and one SQL
 	// statement each, across their resets.
-	for _, server := range []struct {
-		store harness.StoreKind
-		found bool
-	}{{"redis", redisserver.Available()}, {"mysql", sqlserver.MariaDBAvailable()}, {"postgres", sqlserver.PostgresAvailable()}} {
-		if server.found {
-			rows = append(rows, checkRow{fmt.Sprintf("%s, pool, fixed, 200 ms windows", server.store), "linearizable", short(server.store, "pool", ratelab.FixedWindow)})
-		}
+	for _, store := range []harness.StoreKind{"redis", "mysql", "postgres"} {
+		rows = append(rows, checkRow{fmt.Sprintf("%s, pool, fixed, 200 ms windows", store), "linearizable", short(store, "pool", ratelab.FixedWindow)})
 	}
 	return rows
 }

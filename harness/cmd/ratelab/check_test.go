@@ -32,7 +32,11 @@ func TestCheckClaims(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("ratelab check: %v, want exit 0\n%s\n%s", err, &out, &errb)
 	}
-	for _, r := range checkTable() {
+	rows, _, err := tableRows("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
 		line := lineWith(out.String(), r.name+" ")
 		if !strings.Contains(line, r.want+"; ") || !strings.HasSuffix(line, " ok") {
 			t.Errorf("row %q: %q, want observed %q and ok", r.name, line, r.want)
@@ -40,6 +44,24 @@ func TestCheckClaims(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "PASS: ") {
 		t.Errorf("no PASS line:\n%s", &out)
+	}
+}
+
+// TestCheckRowsSaysWhatItSkipped picks a row of a server that is not
+// installed (redis-server, with PATH emptied): the rows check can run
+// run, and a line names the server left out and how to install it;
+// picking only such rows is an error that says so, not a PASS of nothing.
+func TestCheckRowsSaysWhatItSkipped(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	code, out, errb := cli("check", "-rows", "^(memory, single|redis, pool)$")
+	if code != exitOK || lineWith(out, "memory, single ") == "" || lineWith(out, "redis, pool") != "" ||
+		!strings.Contains(out, "(the redis rows were skipped: redis-server not found; install it with ") {
+		t.Errorf("check -rows with a redis row, no redis-server: exit %d, want 0, the memory row run, the redis row skipped and said so\n%s%s", code, out, errb)
+	}
+	code, out, errb = cli("check", "-rows", "^redis, pool$")
+	if code != exitFailure || strings.Contains(out, "PASS") ||
+		!strings.Contains(errb, "every row it matches needs a server that is not installed: (the redis rows were skipped: redis-server not found") {
+		t.Errorf("check -rows with only a redis row, no redis-server: exit %d, want 1 and why, no PASS\n%s%s", code, out, errb)
 	}
 }
 

@@ -93,11 +93,11 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	defer stopListening()
 	c.interrupted = interrupted
 	if c.store == "" && c.counter == "" {
-		table, picked, err := tableRows(*rows)
+		table, skipped, err := tableRows(*rows)
 		if err != nil {
 			return 0, err
 		}
-		return checkClaims(stdout, stderr, picked, table, c.histories, interrupted)
+		return checkClaims(stdout, stderr, skipped, table, c.histories, interrupted)
 	}
 	v, err := c.runs(stdout, stderr)
 	if err != nil {
