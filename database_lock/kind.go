@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/harness"
 	httphost "github.com/ratelab/ratelab/http_host"
@@ -30,7 +32,11 @@ func init() {
 		Check: needServer(Postgres, "-postgres postgres://user:password@127.0.0.1:5432/ratelab"), Open: openPostgres})
 }
 
+// openMySQL opens the store of one process. The driver has one logger
+// per process: its lines (the cause of a connection given up) become
+// records of log, as the store's own are.
 func openMySQL(a harness.App, log *slog.Logger) (ratelab.Store, io.Closer, error) {
+	mysql.SetLogger(mysqlstore.NewDriverLog(log))
 	db, err := mysqlstore.OpenDB(a.Server, 0, a.Conns)
 	if err != nil {
 		return nil, nil, err

@@ -152,12 +152,24 @@ func (s *Store) checkHeld(fd int, name string) error {
 		return err
 	case held.nlink == 0:
 		return errReplaced
-	case held.nlink > 1:
-		return fmt.Errorf("%s has %d hard links: refusing to write through a link", s.pathOf(name), held.nlink)
-	case held.uid != s.euid:
-		return fmt.Errorf("%s belongs to uid %d, not to this process's (uid %d): refusing a state another account wrote", s.pathOf(name), held.uid, s.euid)
+	}
+	if err := s.foreign(held, name); err != nil {
+		return err
 	}
 	return s.tighten(fd, held, 0o600, s.pathOf(name))
+}
+
+// foreign refuses a state file statted as st that has another name
+// besides (a hard link to a file elsewhere) or is another account's:
+// never to be written through, nor read.
+func (s *Store) foreign(st fileStat, name string) error {
+	switch {
+	case st.nlink > 1:
+		return fmt.Errorf("%s has %d hard links: refusing to use a state file through a link", s.pathOf(name), st.nlink)
+	case st.uid != s.euid:
+		return fmt.Errorf("%s belongs to uid %d, not to this process's (uid %d): refusing a state another account wrote", s.pathOf(name), st.uid, s.euid)
+	}
+	return nil
 }
 
 // !-locked

@@ -37,6 +37,25 @@ func TestHardLinkAtStatePathIsRefused(t *testing.T) {
 	assert.Equal(t, "precious", string(got), "the hard link's target was written through")
 }
 
+// Inspect does not read through a hard link either: the entry is an
+// error, and nothing of the outside file is decoded. (Found by trying:
+// ratelab inspect printed an outside file that held a fixed window's
+// state, where hit, reset and sweep refused it.)
+func TestInspectRefusesAHardLink(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "victim")
+	require.NoError(t, os.WriteFile(target, []byte(`{"count":7,"reset_at":1}`), 0o600))
+	s, err := fixedfilestore.New(t.TempDir(), fixedfilestore.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	require.NoError(t, os.Link(target, s.Path(rule, storetest.Key)))
+	entries, err := s.Inspect()
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	if e := entries[0]; e.Err == nil || !strings.Contains(e.Err.Error(), "hard links") || e.Fixed.Count != 0 {
+		t.Errorf("inspect of a hard link: %+v, want an error saying hard links and no state decoded", e)
+	}
+}
+
 // The state directory swapped for a symlink to a directory elsewhere while
 // hits run — removed and replaced, or renamed away and replaced — never
 // sends a write outside: hits go on in the directory the store opened, or

@@ -117,14 +117,19 @@ func decodeEntry(name string, b []byte) Entry {
 // readShared reads the state file name under a shared lock, so that it
 // never sees a write half done, waiting at most Options.LockWait for the
 // lock. It opens without blocking (a FIFO planted in the directory cannot
-// hang it) and refuses anything but a regular file before it reads.
+// hang it), and refuses anything but a regular file, a hard link and
+// another account's file (foreign) before it reads.
 func (s *Store) readShared(name string) ([]byte, error) {
 	fd, err := s.openFile(name, openRead)
 	if err != nil {
 		return nil, err
 	}
 	defer closeFD(fd)
-	if _, err := s.fstatRegular(fd, name); err != nil {
+	st, err := s.fstatRegular(fd, name)
+	if err == nil {
+		err = s.foreign(st, name)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if err := lockWithin(context.Background(), fd, lockShared, s.lockWait); err != nil {

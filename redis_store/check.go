@@ -17,6 +17,12 @@ import (
 // outage for the fail policy.
 var ErrRefused = errors.New("redisstore: redis refused the connection's settings")
 
+// ErrNotRedis is wrapped by CheckServer's error when the server answered
+// in something other than Redis's protocol (RESP): the URL names another
+// service's port, an HTTP server's say. A configuration error, not an
+// outage.
+var ErrNotRedis = errors.New("redisstore: the server does not answer in Redis's protocol")
+
 // ErrWritesRefused is wrapped by CheckWrites's error when Redis answered a
 // write with an error: out of memory under maxmemory-policy noeviction
 // (OOM), a read-only replica (READONLY), a user without the right. Such a
@@ -38,14 +44,18 @@ var ErrConfigHidden = errors.New("redisstore: cannot read redis's maxmemory sett
 
 // CheckServer asks Redis for a PING with the client's settings (password,
 // user, database). It returns nil when Redis answers, an error wrapping
-// ErrRefused when Redis answers with an error, and another error when
-// Redis cannot be reached — an outage, which the fail policy handles once
-// hits come.
+// ErrRefused when Redis answers with an error, one wrapping ErrNotRedis
+// when the answer is not Redis's protocol, and another error when Redis
+// cannot be reached — an outage, which the fail policy
+// handles once hits come.
 func CheckServer(ctx context.Context, rdb redis.Cmdable) error {
 	err := rdb.Ping(ctx).Err()
 	var rerr redis.Error
-	if errors.As(err, &rerr) {
+	switch {
+	case errors.As(err, &rerr):
 		return fmt.Errorf("%w: %w", ErrRefused, err)
+	case notRedis(err):
+		return fmt.Errorf("%w: %w", ErrNotRedis, err)
 	}
 	return err
 }

@@ -178,3 +178,10 @@ func refused(err error) bool {
 	}
 	return false
 }
+
+// notRedis reports whether err is go-redis's reader failing on an answer
+// that is not Redis's protocol, RESP — "invalid reply", "can't parse":
+// the server is another service. go-redis gives these errors no type.
+func notRedis(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "redis: invalid reply") || strings.Contains(err.Error(), "redis: can't parse"))
+}

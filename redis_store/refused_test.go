@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"log/slog"
+	"net"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -35,6 +36,39 @@ func TestRefusedSettingsAreNeverAnOutage(t *testing.T) {
 			assert.False(t, d.Allowed, "%s, fail-%v", url, policy)
 			rc.Close()
 		}
+	}
+}
+
+// A URL that names another service's port is a configuration error, not
+// an outage: CheckServer says the server is not Redis, and a hit on it is
+// refused under every policy (the attacker's finding: serve pointed at an
+// HTTP server called it unreachable, started, and let every hit through
+// under fail-open). The server here answers every connection with HTML.
+func TestAServerThatIsNotRedisIsNeverAnOutage(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conn.Write([]byte("<!DOCTYPE HTML>\n<html><body>Error response</body></html>\n"))
+			conn.Close()
+		}
+	}()
+	rc, err := redisstore.NewClient("redis://"+ln.Addr().String()+"/0", 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { rc.Close() })
+	assert.ErrorIs(t, redisstore.CheckServer(context.Background(), rc), redisstore.ErrNotRedis)
+	raw, err := redisstore.New(rc, redisstore.Options{Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailLocal} {
+		s := storetest.WithPolicy(raw, policy, slog.New(slog.DiscardHandler))
+		d, err := s.TakeAt(context.Background(), storetest.Original, storetest.Key, storetest.T0)
+		assert.ErrorIs(t, err, redisstore.ErrNotRedis, "fail-%v", policy)
+		assert.False(t, d.Allowed, "fail-%v", policy)
 	}
 }
 

@@ -164,8 +164,8 @@ func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.D
 // Redis cannot answer in time the error wraps ratelab.ErrUnavailable,
 // which ratelab.WithFailPolicy decides by a policy. A state of another
 // rule with the same name (ratelab.ErrRuleConflict, the state left as it
-// was) and settings Redis refused (ErrRefused) are errors under every
-// policy.
+// was), settings Redis refused (ErrRefused) and a server that is not
+// Redis (ErrNotRedis) are errors under every policy.
 func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
 	return s.takeAt(ctx, r, key, now, time.Now())
 }
@@ -186,6 +186,9 @@ func (s *Store) takeAt(ctx context.Context, r ratelab.Rule, key string, now, wal
 		// outage: under no policy is the hit let through for it.
 		s.log.Error("redisstore: redis refused the connection's settings", "key", rkey, "err", err)
 		return ratelab.Decision{}, fmt.Errorf("%w: %w", ErrRefused, err) // ErrRefused names the package
+	case notRedis(err): // the URL names another service: as much a configuration error
+		s.log.Error("redisstore: the server does not answer in Redis's protocol", "key", rkey, "err", err)
+		return ratelab.Decision{}, fmt.Errorf("%w: %w", ErrNotRedis, err)
 	case isUnconfirmed(err):
 		return ratelab.Decision{}, unconfirmedHit(rkey, d, err)
 	}

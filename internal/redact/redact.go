@@ -24,7 +24,7 @@ func String(conn string) string {
 	for _, pw := range pws {
 		conn = replace(conn, pw)
 	}
-	return pieces(conn, pws)
+	return lone(pieces(conn, pws), conn)
 }
 
 // Err returns err with every form of conn's password in its message
@@ -41,7 +41,7 @@ func Err(err error, conn string) error {
 	for _, pw := range pws {
 		out = replace(out, pw)
 	}
-	out = pieces(out, pws)
+	out = lone(pieces(out, pws), conn)
 	if slices.ContainsFunc(pws, awkward) {
 		out = withhold(out)
 	}
@@ -198,6 +198,34 @@ func replace(s, pw string) string {
 			continue
 		}
 		s = kv.ReplaceAllString(s, "${1}"+Mask)
+	}
+	return s
+}
+
+// lone masks in s the user of a redis:// or rediss:// URL conn that has
+// a user and no password, where a URL in s holds it ("//user@"): go-redis
+// sends no password then, and a password written where the user goes,
+// redis://s3cret@host, is an easy slip. conn is read leniently, as a
+// URL a parser may have refused.
+func lone(s, conn string) string {
+	scheme, rest, ok := strings.Cut(conn, "://")
+	if !ok || !strings.EqualFold(scheme, "redis") && !strings.EqualFold(scheme, "rediss") {
+		return s
+	}
+	if end := strings.IndexAny(rest, "/?#"); end >= 0 {
+		rest = rest[:end]
+	}
+	at := strings.LastIndex(rest, "@")
+	if at <= 0 || strings.Contains(rest[:at], ":") {
+		return s
+	}
+	user := rest[:at]
+	forms := []string{user, url.PathEscape(user), url.QueryEscape(user)}
+	if u, err := url.PathUnescape(user); err == nil {
+		forms = append(forms, u)
+	}
+	for _, f := range forms {
+		s = strings.ReplaceAll(s, "//"+f+"@", "//"+Mask+"@")
 	}
 	return s
 }

@@ -194,3 +194,25 @@ func TestAPasswordCutShortLeavesNoPiece(t *testing.T) {
 		}
 	}
 }
+
+// A redis:// URL with a user and no password: the user may be a password
+// written in the wrong place, and is masked where a URL holds it; a URL
+// with a password keeps its user, and another scheme's lone user stays
+// (the attacker's finding: serve printed redis://S3cretPW@host whole).
+func TestALoneRedisUserIsMasked(t *testing.T) {
+	for _, tt := range []struct{ conn, msg, want string }{
+		{"redis://S3cretPW@127.0.0.1:16391/0", "-redis redis://S3cretPW@127.0.0.1:16391/0: NOAUTH",
+			"-redis redis://" + Mask + "@127.0.0.1:16391/0: NOAUTH"},
+		{"rediss://S3cret%2FPW@127.0.0.1:1/0", "dial rediss://S3cret%2FPW@127.0.0.1:1/0 and rediss://S3cret/PW@127.0.0.1:1",
+			"dial rediss://" + Mask + "@127.0.0.1:1/0 and rediss://" + Mask + "@127.0.0.1:1"},
+		{"redis://alice:pw1@127.0.0.1:1/0", "bad redis://alice:pw1@127.0.0.1:1/0", "bad redis://alice:" + Mask + "@127.0.0.1:1/0"},
+		{"postgres://alice@127.0.0.1/db", "bad postgres://alice@127.0.0.1/db", "bad postgres://alice@127.0.0.1/db"},
+	} {
+		if got := Err(errors.New(tt.msg), tt.conn).Error(); got != tt.want {
+			t.Errorf("Err(%q, %q) = %q, want %q", tt.msg, tt.conn, got, tt.want)
+		}
+	}
+	if got, want := String("redis://S3cretPW@127.0.0.1:16391/0"), "redis://"+Mask+"@127.0.0.1:16391/0"; got != want {
+		t.Errorf("String = %q, want %q", got, want)
+	}
+}

@@ -100,8 +100,11 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, usagef("-model %q: use cgi, pool, single or two-hosts", *model)
 	}
-	if f.isSet("cgi-procs") && m != harness.CGI {
+	switch {
+	case f.isSet("cgi-procs") && m != harness.CGI:
 		return 0, usagef("-cgi-procs applies to -model cgi only")
+	case f.isSet("workers") && m != harness.Pool && m != harness.TwoHosts:
+		return 0, usagef("-workers applies to -model pool and two-hosts only")
 	}
 	// Listen for the signals before anything is made: from the first on,
 	// serve stops and removes what it made. SIGHUP is the terminal
@@ -114,6 +117,9 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	defer cleanup()
+	if *allowEviction && app.Store != beyondonehost.Redis {
+		return 0, usagef("-redis-allow-eviction applies to -store redis only")
+	}
 	cfg := httphost.Config{Model: m, App: app, Workers: f.workers, CGIProcs: *cgiProcs, TrustedProxies: f.proxies, ForwardedHeader: f.header}
 	if cfg.App.Conns, err = checkServe(cfg, *allowEviction, stderr); err != nil {
 		return 0, err
@@ -291,9 +297,9 @@ func checkServe(cfg httphost.Config, allowEviction bool, stderr io.Writer) (conn
 }
 
 // checkRedis asks the Redis of app for a PING, then for a probe write,
-// then whether it may evict keys (checkEviction). Refused settings and
-// refused writes are configuration errors; an unreachable Redis is an
-// outage, warned about.
+// then whether it may evict keys (checkEviction). Refused settings,
+// refused writes and a server that does not speak Redis are configuration
+// errors; an unreachable Redis is an outage, warned about.
 func checkRedis(app harness.App, allowEviction bool, stderr io.Writer) error {
 	shown := redact.String(app.Server)
 	u, err := beyondonehost.ClientURL(app.Server)
@@ -311,7 +317,7 @@ func checkRedis(app harness.App, allowEviction bool, stderr io.Writer) error {
 		err = redisstore.CheckWrites(ctx, c, "")
 	}
 	switch {
-	case errors.Is(err, redisstore.ErrRefused), errors.Is(err, redisstore.ErrWritesRefused):
+	case errors.Is(err, redisstore.ErrRefused), errors.Is(err, redisstore.ErrWritesRefused), errors.Is(err, redisstore.ErrNotRedis):
 		return usagef("-redis %s: %v", shown, err)
 	case err != nil:
 		fmt.Fprintf(stderr, "ratelab serve: warning: redis at %s is unreachable (%v); until it is back every hit fails %s\n", shown, err, app.FailPolicy)

@@ -259,14 +259,11 @@ func (f *flags) atOrZero() (time.Time, error) {
 	return f.now()
 }
 
-// appFlags declares the flags of the endpoint's store, rule and clients —
-// -store, -algorithm, -burst, -fail, the servers' -redis (and
-// -redis-wait, -redis-wait-timeout), -mysql and -postgres (those three
-// from $RATELAB_REDIS and $RATELAB_DSN when unset), -limit, -window,
-// -dir, -trusted-proxies, -forwarded-header —
-// and returns what makes the App of them once
-// the flags are parsed, a bad algorithm or policy being bad usage; it
-// also sets f's clients (proxies, header, client).
+// appFlags declares the flags of the endpoint's store, rule and clients
+// (-redis, -mysql and -postgres from $RATELAB_REDIS and $RATELAB_DSN when
+// unset) and returns what makes the App of them once the flags are
+// parsed, bad or unread flags being bad usage; it also sets f's clients
+// (proxies, header, client).
 func (f *flags) appFlags() func() (harness.App, error) {
 	store := f.String("store", "", choices.Or(harness.Kinds())+" (required)")
 	algo := f.String("algorithm", "fixed", choices.Or(ratelab.Algorithms()))
@@ -320,18 +317,27 @@ func (f *flags) appFlags() func() (harness.App, error) {
 	}
 }
 
-// unread refuses a flag given for a store or an algorithm other than the
-// one chosen, which would be read by nothing: -burst without gcra,
-// -redis without the redis store, say.
+// unread refuses a flag that nothing would read: one for a store or an
+// algorithm other than the one chosen (-redis without the redis store,
+// -burst without gcra), or one without the flag it qualifies.
 func (f *flags) unread(store harness.StoreKind, alg ratelab.Algorithm) error {
-	for name, kind := range map[string]harness.StoreKind{"redis": beyondonehost.Redis, "redis-wait": beyondonehost.Redis,
-		"redis-wait-timeout": beyondonehost.Redis, "mysql": databaselock.MySQL, "postgres": databaselock.Postgres} {
-		if f.isSet(name) && store != kind {
-			return usagef("-%s applies to -store %s only", name, kind)
+	for _, r := range []struct {
+		flag, only string
+		read       bool
+	}{
+		{"redis", "-store redis", store == beyondonehost.Redis},
+		{"redis-wait", "-store redis", store == beyondonehost.Redis},
+		{"redis-wait-timeout", "-redis-wait", f.isSet("redis-wait")},
+		{"mysql", "-store mysql", store == databaselock.MySQL},
+		{"postgres", "-store postgres", store == databaselock.Postgres},
+		{"dir", "-store file", store == harness.File},
+		{"fail", "a store that can fail (the memory store cannot)", store != harness.Memory},
+		{"burst", "-algorithm gcra", alg == ratelab.GCRA},
+		{"forwarded-header", "-trusted-proxies", f.isSet("trusted-proxies")},
+	} {
+		if f.isSet(r.flag) && !r.read {
+			return usagef("-%s applies to %s only", r.flag, r.only)
 		}
-	}
-	if f.isSet("burst") && alg != ratelab.GCRA {
-		return usagef("-burst applies to -algorithm %s only", ratelab.GCRA)
 	}
 	return nil
 }

@@ -31,6 +31,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab"
@@ -40,6 +41,7 @@ import (
 	"github.com/ratelab/ratelab/internal/childproc"
 	"github.com/ratelab/ratelab/lab/bench"
 	"github.com/ratelab/ratelab/lab/stress"
+	mysqlstore "github.com/ratelab/ratelab/mysql_store"
 	racetests "github.com/ratelab/ratelab/race_tests"
 	redisstore "github.com/ratelab/ratelab/redis_store"
 	boundaryreport "github.com/ratelab/ratelab/window_boundary/report"
@@ -53,10 +55,13 @@ const (
 )
 
 func main() {
-	// go-redis has one logger per process: its lines (a dial that failed)
-	// become records of the program's log, in the format of the workers'
-	// records (a worker sets its own), so that an outage reads alike.
-	redis.SetLogger(redisstore.NewGoRedisLog(slog.New(slog.NewTextHandler(os.Stderr, nil))))
+	// go-redis and the MySQL driver have one logger per process: their
+	// lines (a dial that failed) become records of the program's log, in
+	// the format of the workers' records (a worker sets its own), so that
+	// an outage reads alike.
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	redis.SetLogger(redisstore.NewGoRedisLog(logger))
+	mysql.SetLogger(mysqlstore.NewDriverLog(logger))
 	childproc.RunIfChild(httphost.Roles(), racetests.Roles(), boundaryreport.Roles(), stress.Roles(), databaselock.Roles(), bench.Roles())
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -177,6 +177,15 @@ func TestBadUsageIsOneLineAndExit2(t *testing.T) {
 		{[]string{"serve", "-model", "pool", "-store", "file", "-redis", "redis://127.0.0.1:6379/0"}, "-redis applies to -store redis only"},
 		{[]string{"serve", "-model", "pool", "-store", "memory", "-burst", "3"}, "-burst applies to -algorithm gcra only"},
 		{[]string{"serve", "-model", "cgi", "-store", "mysql", "-postgres", "postgres://u@127.0.0.1/db"}, "-postgres applies to -store postgres only"},
+		// The attacker's finding (2026-12-06): more flags read by nothing,
+		// the server started all the same.
+		{[]string{"serve", "-model", "pool", "-store", "memory", "-fail", "closed"}, "-fail applies to a store that can fail (the memory store cannot) only"},
+		{[]string{"serve", "-model", "pool", "-store", "file", "-redis-allow-eviction"}, "-redis-allow-eviction applies to -store redis only"},
+		{[]string{"serve", "-model", "pool", "-store", "redis", "-redis", "redis://127.0.0.1:6379/0", "-redis-wait-timeout", "5s"}, "-redis-wait-timeout applies to -redis-wait only"},
+		{[]string{"serve", "-model", "pool", "-store", "redis", "-redis", "redis://127.0.0.1:6379/0", "-dir", dir}, "-dir applies to -store file only"},
+		{[]string{"serve", "-model", "pool", "-store", "memory", "-forwarded-header", "Forwarded"}, "-forwarded-header applies to -trusted-proxies only"},
+		{[]string{"serve", "-model", "single", "-store", "memory", "-workers", "9"}, "-workers applies to -model pool and two-hosts only"},
+		{[]string{"serve", "-model", "cgi", "-store", "memory", "-workers", "8"}, "-workers applies to -model pool and two-hosts only"},
 		// The attacker's finding: an output path that cannot be written was
 		// found only after the run, minutes later.
 		{[]string{"check", "-counter", "flock", "-html", filepath.Join(dir, "missing", "h.html")}, "-html " + filepath.Join(dir, "missing", "h.html") + ": stat "},
