@@ -67,6 +67,7 @@ func (r Report) print(out io.Writer, wall bool) {
 
 // legend explains the columns a reader asks about.
 const legend = `
-first 429: the number of the first refused request, one by one; in a burst the requests race, so no number is claimed (-).
+first 429: the number of the first refused request, one by one; - where none was refused, or in a burst, whose requests race, so no number is claimed.
 effective limit: the 200s of a row with refusals; "≥ N" where none was refused: no limit was reached by the N sent.
+Retry-After: what the first 429 said; - where none was refused.
 `
