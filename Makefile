@@ -176,7 +176,7 @@ figures: bin/ratelab
 # only when the verdict was printed and the file written.
 check-figure = out=$$(bin/ratelab check $(2) -svg $(1).new); s=$$?; printf '%s\n' "$$out"; \
 	if test $$s -eq 1 && printf '%s\n' "$$out" | grep -q '^not linearizable: ' && test -s $(1).new; then mv $(1).new $(1); \
-	else rm -f $(1).new; echo "make figures: $(1) not made: check $(2) exited $$s without its verdict" >&2; exit 1; fi
+	else rm -f $(1).new; echo "make figures: $(1) not made: check $(2) exited $$s, not with the verdict the figure shows (not linearizable)" >&2; exit 1; fi
 
 ## serve-broken / serve-fixed: a server to curl in a workshop (Ctrl-C stops it)
 serve-broken: bin/ratelab

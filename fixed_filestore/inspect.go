@@ -75,7 +75,8 @@ func (e Entry) Describe() string {
 }
 
 // Inspect reads every state file in the store's directory, each under a
-// shared lock so that no half-written state is seen. It changes nothing.
+// shared lock so that no half-written state is seen. It changes no state
+// file (opening the store, New, makes the directory and tightens its mode).
 // Entries that are not state files are left out.
 func (s *Store) Inspect() ([]Entry, error) {
 	names, err := s.names()

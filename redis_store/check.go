@@ -23,8 +23,11 @@ var ErrRefused = errors.New("redisstore: redis refused the connection's settings
 // outage.
 var ErrNotRedis = errors.New("redisstore: the server does not answer in Redis's protocol")
 
+// probeScript is the script CheckWrites runs.
+var probeScript = redis.NewScript("return 1")
+
 // ErrWritesRefused is wrapped by CheckWrites's error when Redis answered a
-// write with an error: out of memory under maxmemory-policy noeviction
+// write or a script with an error: out of memory under maxmemory-policy noeviction
 // (OOM), a read-only replica (READONLY), a user without the right. Such a
 // server answers PING, and refuses every hit's script.
 var ErrWritesRefused = errors.New("redisstore: redis refuses writes")
@@ -44,15 +47,16 @@ var ErrConfigHidden = errors.New("redisstore: cannot read redis's maxmemory sett
 
 // CheckServer asks Redis for a PING with the client's settings (password,
 // user, database). It returns nil when Redis answers, an error wrapping
-// ErrRefused when Redis answers with an error, one wrapping ErrNotRedis
-// when the answer is not Redis's protocol, and another error when Redis
-// cannot be reached — an outage, which the fail policy
+// ErrRefused when Redis answers with an error that is not a passing state
+// (LOADING, BUSY and the like, which are outages), one wrapping
+// ErrNotRedis when the answer is not Redis's protocol, and another error
+// when Redis cannot be reached — an outage, which the fail policy
 // handles once hits come.
 func CheckServer(ctx context.Context, rdb redis.Cmdable) error {
 	err := rdb.Ping(ctx).Err()
 	var rerr redis.Error
 	switch {
-	case errors.As(err, &rerr):
+	case errors.As(err, &rerr) && !passing(err):
 		return fmt.Errorf("%w: %w", ErrRefused, err)
 	case notRedis(err):
 		return fmt.Errorf("%w: %w", ErrNotRedis, err)
@@ -61,17 +65,22 @@ func CheckServer(ctx context.Context, rdb redis.Cmdable) error {
 }
 
 // CheckWrites writes a probe key under prefix ("" means the store's
-// default, "ratelab:") with a 10 s expiry and deletes it. It returns an
-// error wrapping ErrWritesRefused when Redis refuses the write, and
-// another error when Redis cannot be reached.
+// default, "ratelab:") with a 10 s expiry, deletes it, and runs a script
+// as every hit does (EVALSHA, then EVAL). It returns an error wrapping
+// ErrWritesRefused when Redis refuses the write or the script (scripting
+// renamed or forbidden, as some managed services do), and another error
+// when Redis cannot be reached.
 func CheckWrites(ctx context.Context, rdb redis.Cmdable, prefix string) error {
 	key := cmp.Or(prefix, defaultPrefix) + "probe:" + rand.Text()
 	err := rdb.Set(ctx, key, "1", 10*time.Second).Err()
 	if err == nil {
 		err = rdb.Del(ctx, key).Err()
 	}
+	if err == nil {
+		err = probeScript.Run(ctx, rdb, nil).Err()
+	}
 	var rerr redis.Error
-	if errors.As(err, &rerr) {
+	if errors.As(err, &rerr) && !passing(err) {
 		return fmt.Errorf("%w: %w", ErrWritesRefused, err)
 	}
 	return err

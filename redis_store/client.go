@@ -44,6 +44,9 @@ import (
 // asks the sentinels for the current primary and follows a failover.
 func NewClient(url string, timeout time.Duration) (redis.UniversalClient, error) {
 	timeout = cmp.Or(max(timeout, 0), DefaultTimeout)
+	if !strings.Contains(url, "://") { // go-redis reads redis:host:port as no host at all, and dials localhost:6379
+		return nil, errors.New("redisstore: the URL names no server: write redis://host:port/db (or unix:///path)")
+	}
 	o, err := parseURL(url)
 	if err == nil {
 		err = checkAddrs(o.network, o.addrs...)
@@ -164,14 +167,17 @@ func checkAddrs(network string, addrs ...string) error {
 
 // refused reports whether err is Redis refusing the client's settings: a
 // wrong password or user, a user without the right, a database index out
-// of range. The hit's round trip did not fail; the configuration did.
+// of range, a command it does not have (scripting renamed away, a cluster
+// or Sentinel URL naming a plain Redis). The hit's round trip did not
+// fail; the configuration did.
 func refused(err error) bool {
 	var rerr redis.Error
 	if !errors.As(err, &rerr) {
 		return false
 	}
 	msg := rerr.Error()
-	for _, p := range []string{"WRONGPASS", "NOAUTH", "NOPERM", "ERR AUTH", "ERR invalid DB index", "ERR DB index is out of range"} {
+	for _, p := range []string{"WRONGPASS", "NOAUTH", "NOPERM", "ERR AUTH", "ERR invalid DB index", "ERR DB index is out of range",
+		"ERR unknown command", "ERR This instance has cluster support disabled"} {
 		if strings.HasPrefix(msg, p) {
 			return true
 		}
@@ -184,4 +190,21 @@ func refused(err error) bool {
 // the server is another service. go-redis gives these errors no type.
 func notRedis(err error) bool {
 	return err != nil && (strings.Contains(err.Error(), "redis: invalid reply") || strings.Contains(err.Error(), "redis: can't parse"))
+}
+
+// passing reports whether err is an error reply of a Redis that will
+// answer again by itself: loading its dataset, busy in a script, a
+// replica without its primary, a cluster resharding or down. An outage,
+// where any other error reply is a refusal.
+func passing(err error) bool {
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
+		return false
+	}
+	for _, p := range []string{"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN"} {
+		if strings.HasPrefix(rerr.Error(), p) {
+			return true
+		}
+	}
+	return false
 }

@@ -2,8 +2,11 @@ package redisstore_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -48,22 +51,18 @@ func TestAServerThatIsNotRedisIsNeverAnOutage(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conn.Write([]byte("<!DOCTYPE HTML>\n<html><body>Error response</body></html>\n"))
-			conn.Close()
-		}
-	}()
+	answerEveryConnection(t, ln, "<!DOCTYPE HTML>\n<html><body>Error response</body></html>\n")
 	rc, err := redisstore.NewClient("redis://"+ln.Addr().String()+"/0", 0)
 	require.NoError(t, err)
 	t.Cleanup(func() { rc.Close() })
 	assert.ErrorIs(t, redisstore.CheckServer(context.Background(), rc), redisstore.ErrNotRedis)
 	raw, err := redisstore.New(rc, redisstore.Options{Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
+	// The breaker's watcher takes the answer for a sign of life, so that
+	// the hits reach the store and are refused (the attacker's finding: a
+	// breaker opened while Redis was down stayed open once another
+	// service took its port, and fail-open let every hit through).
+	assert.NoError(t, raw.Ping(context.Background()), "an answer in another protocol is an answer")
 	for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailLocal} {
 		s := storetest.WithPolicy(raw, policy, slog.New(slog.DiscardHandler))
 		d, err := s.TakeAt(context.Background(), storetest.Original, storetest.Key, storetest.T0)
@@ -155,4 +154,79 @@ func TestAServerThatRefusesThePasswordAnswersPings(t *testing.T) {
 	s, err := redisstore.New(rc, redisstore.Options{Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	assert.NoError(t, s.Ping(context.Background()), "a refusal is a sign of life")
+}
+
+// answerEveryConnection answers every command of every connection ln
+// accepts with answer, whatever was asked, until the client hangs up: as
+// many answers as a read holds commands (arrays, as clients send them).
+func answerEveryConnection(t *testing.T, ln net.Listener, answer string) {
+	t.Helper()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := conn.Read(buf)
+					if err != nil {
+						return
+					}
+					commands := max(1, len(command.FindAll(buf[:n], -1)))
+					if _, err := conn.Write([]byte(strings.Repeat(answer, commands))); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+}
+
+// command matches the header of a command sent as an array of bulk
+// strings.
+var command = regexp.MustCompile(`(?:^|\r\n)\*\d+\r\n\$`)
+
+// A Redis loading its dataset answers LOADING: an outage that passes, not
+// a configuration to fix (the attacker's finding: serve exited 2 on a
+// Redis that answered PING with LOADING).
+func TestALoadingRedisIsAnOutage(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	answerEveryConnection(t, ln, "-LOADING Redis is loading the dataset in memory\r\n")
+	rc, err := redisstore.NewClient("redis://"+ln.Addr().String()+"/0", 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { rc.Close() })
+	err = redisstore.CheckServer(context.Background(), rc)
+	if err == nil || errors.Is(err, redisstore.ErrRefused) || errors.Is(err, redisstore.ErrNotRedis) {
+		t.Errorf("CheckServer of a loading Redis: %v, want an outage (neither ErrRefused nor ErrNotRedis)", err)
+	}
+}
+
+// A Redis whose scripting is renamed away (as some managed services do)
+// answers every hit "ERR unknown command": serve's check says so before
+// it starts, and every hit is refused under every policy (the attacker's
+// finding: serve started without a word and fail-open let every hit
+// through, logging "unknown command 'evalsha'").
+func TestARedisWithoutScriptingIsRefused(t *testing.T) {
+	srv := redisserver.ForTest(t, "--rename-command", "EVALSHA", "", "--rename-command", "EVAL", "")
+	c := srv.Client()
+	defer c.Close()
+	ctx := context.Background()
+	require.NoError(t, redisstore.CheckServer(ctx, c), "it answers PING")
+	assert.ErrorIs(t, redisstore.CheckWrites(ctx, c, ""), redisstore.ErrWritesRefused)
+	rc, err := redisstore.NewClient("redis://"+srv.Addr+"/0", 0)
+	require.NoError(t, err)
+	defer rc.Close()
+	raw, err := redisstore.New(rc, redisstore.Options{Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailLocal} {
+		s := storetest.WithPolicy(raw, policy, slog.New(slog.DiscardHandler))
+		d, err := s.TakeAt(ctx, storetest.Original, storetest.Key, storetest.T0)
+		assert.ErrorIs(t, err, redisstore.ErrRefused, "fail-%v", policy)
+		assert.False(t, d.Allowed, "fail-%v", policy)
+	}
 }

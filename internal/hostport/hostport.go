@@ -4,14 +4,19 @@
 package hostport
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 )
 
 // Check reports an error unless addr is host:port with a port from 1 to
 // 65535 and a host that is not empty.
 func Check(addr string) error {
+	if strings.Contains(addr, "@") { // not quoted: what comes before the '@' may be a password
+		return errors.New("an address holds an '@': a user or password is written where only host:port belongs")
+	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("address %q: %w", addr, err)

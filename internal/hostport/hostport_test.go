@@ -1,6 +1,9 @@
 package hostport
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestCheck(t *testing.T) {
 	for _, tt := range []struct {
@@ -15,9 +18,10 @@ func TestCheck(t *testing.T) {
 		{"127.0.0.1:http", false},
 		{"127.0.0.1", false},
 		{":6379", false},
+		{"S3cretPW@127.0.0.1:2", false},
 	} {
-		if err := Check(tt.addr); (err == nil) != tt.ok {
-			t.Errorf("Check(%q) = %v, want ok=%v", tt.addr, err, tt.ok)
+		if err := Check(tt.addr); (err == nil) != tt.ok || err != nil && strings.Contains(err.Error(), "S3cret") {
+			t.Errorf("Check(%q) = %v, want ok=%v, and no part before an '@' quoted", tt.addr, err, tt.ok)
 		}
 	}
 }

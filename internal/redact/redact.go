@@ -202,14 +202,14 @@ func replace(s, pw string) string {
 	return s
 }
 
-// lone masks in s the user of a redis:// or rediss:// URL conn that has
-// a user and no password, where a URL in s holds it ("//user@"): go-redis
+// lone masks in s the user of a redis://, rediss:// or unix:// URL conn
+// (go-redis's) that has a user and no password, where a URL in s holds it ("//user@"): go-redis
 // sends no password then, and a password written where the user goes,
 // redis://s3cret@host, is an easy slip. conn is read leniently, as a
 // URL a parser may have refused.
 func lone(s, conn string) string {
 	scheme, rest, ok := strings.Cut(conn, "://")
-	if !ok || !strings.EqualFold(scheme, "redis") && !strings.EqualFold(scheme, "rediss") {
+	if !ok || !slices.ContainsFunc([]string{"redis", "rediss", "unix"}, func(s string) bool { return strings.EqualFold(s, scheme) }) {
 		return s
 	}
 	if end := strings.IndexAny(rest, "/?#"); end >= 0 {

@@ -206,6 +206,8 @@ func TestALoneRedisUserIsMasked(t *testing.T) {
 		{"rediss://S3cret%2FPW@127.0.0.1:1/0", "dial rediss://S3cret%2FPW@127.0.0.1:1/0 and rediss://S3cret/PW@127.0.0.1:1",
 			"dial rediss://" + Mask + "@127.0.0.1:1/0 and rediss://" + Mask + "@127.0.0.1:1"},
 		{"redis://alice:pw1@127.0.0.1:1/0", "bad redis://alice:pw1@127.0.0.1:1/0", "bad redis://alice:" + Mask + "@127.0.0.1:1/0"},
+		{"unix://S3cretPW@/run/redis.sock", "redis at unix://S3cretPW@/run/redis.sock is unreachable",
+			"redis at unix://" + Mask + "@/run/redis.sock is unreachable"},
 		{"postgres://alice@127.0.0.1/db", "bad postgres://alice@127.0.0.1/db", "bad postgres://alice@127.0.0.1/db"},
 	} {
 		if got := Err(errors.New(tt.msg), tt.conn).Error(); got != tt.want {

@@ -47,22 +47,28 @@ func resultOf(d ratelab.Decision) hitResult {
 }
 
 // ruleFlags are the flags that name a key under a rule, shared by hit and
-// reset.
+// reset; reset, which names a state and takes no hit, has only -key,
+// -rule, -algorithm and -dir (a state's name holds no limit or window).
 type ruleFlags struct {
 	key, name, fail, algo, refusals *string
 	burst                           *int
 }
 
-func (f *flags) ruleFlags(keyHelp string) ruleFlags {
+func (f *flags) ruleFlags(keyHelp string, hits bool) ruleFlags {
 	rf := ruleFlags{
-		key:      f.String("key", "", keyHelp),
-		name:     f.String("rule", "demo-start", "the rule's name: its state is kept apart from every other rule's"),
-		fail:     f.String("fail", "open", "what to do when the state cannot be reached: "+choices.Or(ratelab.FailPolicies())+" (decide in this process alone)"),
-		algo:     f.String("algorithm", "fixed", choices.Or(ratelab.Algorithms())+": the original's fixed window, the sliding-window counter, the sliding log, GCRA"),
-		burst:    f.Int("burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)"),
-		refusals: f.String("refusals", "default", "whether refused hits count: default (the algorithm's), count or ignore"),
+		key:  f.String("key", "", keyHelp),
+		name: f.String("rule", "demo-start", "the rule's name: its state is kept apart from every other rule's"),
+		algo: f.String("algorithm", "fixed", choices.Or(ratelab.Algorithms())+": the original's fixed window, the sliding-window counter, the sliding log, GCRA"),
+		fail: new("open"), refusals: new("default"), burst: new(0),
 	}
-	f.limitFlag().windowFlag().dirFlag().atFlag()
+	f.limit, f.window = 30, time.Hour
+	f.dirFlag()
+	if hits {
+		f.StringVar(rf.fail, "fail", "open", "what to do when the state cannot be reached: "+choices.Or(ratelab.FailPolicies())+" (decide in this process alone)")
+		f.IntVar(rf.burst, "burst", 0, "gcra: hits allowed at once, 0 to -limit (0 means 1)")
+		f.StringVar(rf.refusals, "refusals", "default", "whether refused hits count: default (the algorithm's), count or ignore")
+		f.limitFlag().windowFlag().atFlag()
+	}
 	return rf
 }
 
@@ -86,6 +92,9 @@ func (f *flags) parseRule(rf ruleFlags, args []string) (ratelab.Rule, ratelab.Fa
 	if err != nil {
 		return ratelab.Rule{}, 0, usagef("-refusals %q: use default, count or ignore", *rf.refusals)
 	}
+	if f.isSet("burst") && alg != ratelab.GCRA {
+		return ratelab.Rule{}, 0, usagef("-burst applies to -algorithm %s only", ratelab.GCRA)
+	}
 	rule, err := ratelab.Rule{Name: *rf.name, Limit: int64(f.limit), Window: f.window, Algorithm: alg, Burst: int64(*rf.burst), Refusals: refusals}.Check()
 	if err != nil {
 		return ratelab.Rule{}, 0, usagef("%v", strings.TrimPrefix(err.Error(), "ratelab: "))
@@ -97,7 +106,7 @@ func (f *flags) parseRule(rf ruleFlags, args []string) (ratelab.Rule, ratelab.Fa
 func cmdReset(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("reset", stdout)
 	f.logger = cliLogger(stderr)
-	rf := f.ruleFlags("the key to forget, e.g. ip:203.0.113.7 (required)")
+	rf := f.ruleFlags("the key to forget, e.g. ip:203.0.113.7 (required)", false)
 	rule, _, err := f.parseRule(rf, args)
 	if err != nil {
 		return 0, err
@@ -118,7 +127,7 @@ func cmdHit(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("hit", stdout)
 	f.logger = cliLogger(stderr)
 	f.DurationVar(&f.wait, "wait", 0, "how long to wait for the key's lock before the hit is refused as busy (0: 3s)")
-	rf := f.ruleFlags("the key to count, e.g. ip:203.0.113.7 (required)")
+	rf := f.ruleFlags("the key to count, e.g. ip:203.0.113.7 (required)", true)
 	rule, policy, err := f.parseRule(rf, args)
 	if err != nil {
 		return 0, err
@@ -156,6 +165,7 @@ func cmdHit(args []string, stdout, stderr io.Writer) (int, error) {
 
 func cmdInspect(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("inspect", stdout)
+	f.logger = cliLogger(stderr)
 	now, store, err := f.parseForStore(args)
 	if err != nil {
 		return 0, err
@@ -182,6 +192,7 @@ func cmdInspect(args []string, stdout, stderr io.Writer) (int, error) {
 
 func cmdSweep(args []string, stdout, stderr io.Writer) (int, error) {
 	f := newFlags("sweep", stdout)
+	f.logger = cliLogger(stderr)
 	now, store, err := f.parseForStore(args)
 	if err != nil {
 		return 0, err

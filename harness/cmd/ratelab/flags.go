@@ -327,13 +327,13 @@ func (f *flags) unread(store harness.StoreKind, alg ratelab.Algorithm) error {
 	}{
 		{"redis", "-store redis", store == beyondonehost.Redis},
 		{"redis-wait", "-store redis", store == beyondonehost.Redis},
-		{"redis-wait-timeout", "-redis-wait", f.isSet("redis-wait")},
+		{"redis-wait-timeout", "-redis-wait", f.Lookup("redis-wait").Value.String() != "0"},
 		{"mysql", "-store mysql", store == databaselock.MySQL},
 		{"postgres", "-store postgres", store == databaselock.Postgres},
 		{"dir", "-store file", store == harness.File},
 		{"fail", "a store that can fail (the memory store cannot)", store != harness.Memory},
 		{"burst", "-algorithm gcra", alg == ratelab.GCRA},
-		{"forwarded-header", "-trusted-proxies", f.isSet("trusted-proxies")},
+		{"forwarded-header", "-trusted-proxies", f.Lookup("trusted-proxies").Value.String() != ""},
 	} {
 		if f.isSet(r.flag) && !r.read {
 			return usagef("-%s applies to %s only", r.flag, r.only)

@@ -94,7 +94,10 @@ func TestHitExitCodesAndJSON(t *testing.T) {
 func TestLateHitNeverFreesAThrottledKey(t *testing.T) {
 	for _, alg := range []string{"fixed", "sliding", "log", "gcra"} {
 		t.Run(alg, func(t *testing.T) {
-			args := []string{"hit", "-dir", t.TempDir(), "-key", "k", "-algorithm", alg, "-limit", "5", "-window", "60s", "-burst", "5"}
+			args := []string{"hit", "-dir", t.TempDir(), "-key", "k", "-algorithm", alg, "-limit", "5", "-window", "60s"}
+			if alg == "gcra" {
+				args = append(args, "-burst", "5")
+			}
 			hit := func(at string) int {
 				code, _, errOut := cli(append(append([]string{}, args...), "-at", at)...)
 				require.Contains(t, []int{0, 3}, code, errOut)
@@ -186,6 +189,11 @@ func TestBadUsageIsOneLineAndExit2(t *testing.T) {
 		{[]string{"serve", "-model", "pool", "-store", "memory", "-forwarded-header", "Forwarded"}, "-forwarded-header applies to -trusted-proxies only"},
 		{[]string{"serve", "-model", "single", "-store", "memory", "-workers", "9"}, "-workers applies to -model pool and two-hosts only"},
 		{[]string{"serve", "-model", "cgi", "-store", "memory", "-workers", "8"}, "-workers applies to -model pool and two-hosts only"},
+		{[]string{"hit", "-dir", dir, "-key", "k", "-burst", "3"}, "-burst applies to -algorithm gcra only"},
+		{[]string{"serve", "-model", "pool", "-store", "redis", "-redis", "redis://127.0.0.1:6379/0", "-redis-wait", "0", "-redis-wait-timeout", "5s"}, "-redis-wait-timeout applies to -redis-wait only"},
+		{[]string{"serve", "-model", "pool", "-store", "memory", "-trusted-proxies", "", "-forwarded-header", "X-Forwarded-For"}, "-forwarded-header applies to -trusted-proxies only"},
+		{[]string{"reset", "-dir", dir, "-key", "k", "-limit", "3"}, "flag provided but not defined: -limit"},
+		{[]string{"reset", "-dir", dir, "-key", "k", "-at", "garbage"}, "flag provided but not defined: -at"},
 		// The attacker's finding: an output path that cannot be written was
 		// found only after the run, minutes later.
 		{[]string{"check", "-counter", "flock", "-html", filepath.Join(dir, "missing", "h.html")}, "-html " + filepath.Join(dir, "missing", "h.html") + ": stat "},
@@ -431,7 +439,7 @@ func TestResetUnblocksOneKey(t *testing.T) {
 	hit("a")
 	hit("b")
 	require.Equal(t, 3, hit("a"))
-	code, out, errOut := cli("reset", "-dir", dir, "-key", "a", "-limit", "1")
+	code, out, errOut := cli("reset", "-dir", dir, "-key", "a")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, `reset `)
 	assert.Contains(t, out, `"a" under rule "demo-start" (fixed)`)
