@@ -12,10 +12,10 @@ import (
 // asks, which a busy server answers and a hung one does not. An error the
 // server sent is an answer: a server that refuses the credentials or has
 // too many connections is alive, and its refusal is the hits' to report —
-// not an outage for the breaker to open on.
+// not an outage for the breaker to open on; so is TLS it does not offer.
 func (s *Store) Ping(ctx context.Context) error {
 	err := s.db.PingContext(ctx)
-	if me := (*mysql.MySQLError)(nil); errors.As(err, &me) {
+	if me := (*mysql.MySQLError)(nil); errors.As(err, &me) || refused(err) {
 		return nil
 	}
 	return err

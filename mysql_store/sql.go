@@ -171,7 +171,7 @@ func (s *Store) CheckServer(ctx context.Context) error {
 	switch {
 	case overloaded(err):
 		return fmt.Errorf("%w: %w", ratelab.ErrBusy, err)
-	case errors.As(err, &me):
+	case errors.As(err, &me), refused(err):
 		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	return err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -47,7 +48,7 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 		s.sockets = d.m
 	}
 	base, err := sqlstore.NewBase("mysqlstore", sqlstore.Options(opts), sqlstore.Driver{
-		Overloaded: overloaded, OutOfTime: outOfTime, Tables: tables, Exec: s.exec})
+		Overloaded: overloaded, OutOfTime: outOfTime, Refused: refused, ErrRefused: ErrRefused, Tables: tables, Exec: s.exec})
 	if err != nil {
 		return nil, err
 	}
@@ -157,6 +158,18 @@ func outOfTime(err error) bool {
 func overloaded(err error) bool {
 	var me *mysql.MySQLError
 	return errors.As(err, &me) && (me.Number == 1040 || me.Number == 1203)
+}
+
+// refused reports whether err is the server refusing the connection's
+// settings: access denied (1044, 1045, 1698), a database that does not
+// exist (1049), a command denied (1142), or TLS that the DSN requires and
+// the server does not offer (mysql.ErrNoTLS).
+func refused(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return slices.Contains([]uint16{1044, 1045, 1049, 1142, 1698}, me.Number)
+	}
+	return errors.Is(err, mysql.ErrNoTLS)
 }
 
 // Key returns the primary key of the state of key under r: the algorithm

@@ -64,6 +64,7 @@ func TestStore(t *testing.T) {
 		Unreachable:   "ratelab:x@tcp(127.0.0.1:1)/ratelab",
 		WrongPassword: "ratelab:wrong@tcp(" + server.Addr + ")/ratelab",
 		MissingDB:     "ratelab:" + sqlserver.Password + "@tcp(" + server.Addr + ")/nosuchdb",
+		NoTLS:         "ratelab:" + sqlserver.Password + "@tcp(" + server.Addr + ")/ratelab?tls=true", // the private server offers none
 		At:            func(addr string) string { return "ratelab:" + sqlserver.Password + "@tcp(" + addr + ")/ratelab" },
 		Refused:       mysqlstore.ErrRefused, SweepSize: mysqlstore.SweepBatch,
 		Hold: func(t testing.TB, dsn, table, k string) func() {

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -70,4 +71,17 @@ func outOfTime(err error) bool {
 func overloaded(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "53300"
+}
+
+// refused reports whether err is the server refusing the connection's
+// settings: a wrong password or user (SQLSTATE 28P01, 28000), a database
+// that does not exist (3D000), a privilege missing (42501), or TLS that
+// the URL's sslmode requires and the server does not offer (pgconn says
+// "server refused TLS connection", with no type of its own).
+func refused(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return slices.Contains([]string{"28P01", "28000", "3D000", "42501"}, pe.Code)
+	}
+	return err != nil && strings.Contains(err.Error(), "server refused TLS connection")
 }

@@ -12,10 +12,10 @@ import (
 // asks, which a busy server answers and a hung one does not. An error the
 // server sent is an answer: a server that refuses the credentials or has
 // too many connections is alive, and its refusal is the hits' to report —
-// not an outage for the breaker to open on.
+// not an outage for the breaker to open on; so is TLS it refused.
 func (s *Store) Ping(ctx context.Context) error {
 	err := s.pool.Ping(ctx)
-	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) {
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) || refused(err) {
 		return nil
 	}
 	return err

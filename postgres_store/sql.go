@@ -130,7 +130,7 @@ func (s *Store) CheckServer(ctx context.Context) error {
 	switch {
 	case overloaded(err):
 		return fmt.Errorf("%w: %w", ratelab.ErrBusy, err)
-	case errors.As(err, &pe):
+	case errors.As(err, &pe), refused(err):
 		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	return err

@@ -61,7 +61,7 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 		return tag.RowsAffected(), err
 	}
 	base, err := sqlstore.NewBase("postgresstore", sqlstore.Options(opts), sqlstore.Driver{
-		Overloaded: overloaded, OutOfTime: outOfTime, Tables: tables, Exec: exec})
+		Overloaded: overloaded, OutOfTime: outOfTime, Refused: refused, ErrRefused: ErrRefused, Tables: tables, Exec: exec})
 	if err != nil {
 		return nil, err
 	}

@@ -59,6 +59,7 @@ func TestStore(t *testing.T) {
 		Unreachable:   "postgres://ratelab:x@127.0.0.1:1/ratelab",
 		WrongPassword: "postgres://ratelab:wrong@" + server.Addr + "/ratelab",
 		MissingDB:     "postgres://ratelab:" + sqlserver.Password + "@" + server.Addr + "/nosuchdb",
+		NoTLS:         "postgres://ratelab:" + sqlserver.Password + "@" + server.Addr + "/ratelab?sslmode=require", // the private server offers none
 		At:            func(addr string) string { return "postgres://ratelab:" + sqlserver.Password + "@" + addr + "/ratelab" },
 		Refused:       postgresstore.ErrRefused, SweepSize: postgresstore.SweepBatch,
 		Hold: func(t testing.TB, dsn, table, k string) func() {

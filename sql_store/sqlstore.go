@@ -75,7 +75,13 @@ type Base struct {
 	// OutOfTime reports whether an error is the server ending a
 	// statement, or a wait for a row lock, that ran out of its time.
 	OutOfTime func(error) bool
-	tables    Tables
+	// Refused reports whether an error is the server refusing the
+	// connection's settings — credentials, database, privileges, TLS it
+	// does not offer: a configuration to fix, which no policy lets a hit
+	// through for; its hit's error wraps ErrRefused, the store's.
+	Refused    func(error) bool
+	ErrRefused error
+	tables     Tables
 }
 
 var prefixRE = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
@@ -84,9 +90,10 @@ var prefixRE = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
 // time running out from other errors, the tables' statements with their
 // prefix filled in, and how to run one.
 type Driver struct {
-	Overloaded, OutOfTime func(error) bool
-	Tables                func(prefix string) Tables
-	Exec                  Exec
+	Overloaded, OutOfTime, Refused func(error) bool
+	ErrRefused                     error
+	Tables                         func(prefix string) Tables
+	Exec                           Exec
 }
 
 // NewBase checks o and returns the Base of a store of package pkg, with
@@ -100,7 +107,8 @@ func NewBase(pkg string, o Options, drv Driver) (*Base, error) {
 		return nil, fmt.Errorf("%s: table prefix %q: use 1 to 32 lower-case letters, digits and underscores", pkg, prefix)
 	}
 	b := &Base{Pkg: pkg, Timeout: cmp.Or(o.Timeout, DefaultTimeout), Log: cmp.Or(o.Logger, slog.Default()),
-		Now: o.Clock, Prefix: prefix, Overloaded: drv.Overloaded, OutOfTime: drv.OutOfTime, tables: drv.Tables(prefix)}
+		Now: o.Clock, Prefix: prefix, Overloaded: drv.Overloaded, OutOfTime: drv.OutOfTime,
+		Refused: drv.Refused, ErrRefused: drv.ErrRefused, tables: drv.Tables(prefix)}
 	b.tables.exec = drv.Exec
 	if b.Now == nil {
 		b.Now = time.Now
@@ -200,8 +208,9 @@ var ErrLate = errors.New("the server reached the hit after its deadline and did 
 // still did not take in time is an error wrapping ratelab.ErrBusy: load,
 // not an outage (see unanswered), which ratelab.WithFailPolicy refuses
 // under every policy but fail-local. What the database could not answer
-// otherwise wraps ratelab.ErrUnavailable; a conflict with another rule of
-// the same name wraps ratelab.ErrRuleConflict.
+// otherwise wraps ratelab.ErrUnavailable; settings the server refused
+// (Refused) wrap ErrRefused, under every policy; a conflict with another
+// rule of the same name wraps ratelab.ErrRuleConflict.
 func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time, fixed, locked Step) (ratelab.Decision, error) {
 	h := Hit{Key: Key(r, key), Rule: r, Now: now}
 	tctx, cancel := context.WithTimeout(ctx, b.Timeout)
@@ -228,6 +237,8 @@ func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.
 		return d, nil
 	case errors.Is(err, ratelab.ErrRuleConflict), errors.Is(err, ratelab.ErrUncheckedRule):
 		return ratelab.Decision{}, fmt.Errorf("%s: %s: %w", b.Pkg, h.Key, err)
+	case b.Refused != nil && b.Refused(err):
+		return ratelab.Decision{}, fmt.Errorf("%w: %s: %w", b.ErrRefused, h.Key, err)
 	case b.busy(err):
 		return ratelab.Decision{}, fmt.Errorf("%s: %s: %w: %w", b.Pkg, h.Key, ratelab.ErrBusy, err)
 	}

@@ -104,8 +104,9 @@ type Database struct {
 	// DSN is the private server's, at Addr (host:port, as it stands in
 	// DSN); Unreachable names a port nobody listens on; WrongPassword and
 	// MissingDB the server with a bad password and a database that does
-	// not exist.
-	DSN, Addr, Unreachable, WrongPassword, MissingDB string
+	// not exist; NoTLS the server with TLS required, which it does not
+	// offer.
+	DSN, Addr, Unreachable, WrongPassword, MissingDB, NoTLS string
 	// At returns a DSN of DSN's user and database at another address.
 	At        func(addr string) string
 	Refused   error // the package's ErrRefused
@@ -264,10 +265,13 @@ func prepareAtOnce(t *testing.T, d Database) {
 }
 
 // refused checks that settings the server refuses wrap the package's
-// ErrRefused, and that a server nobody answers for does not; and that
-// the refusal answers a ping — the server is alive, and a breaker must
-// not open on it (the attacker's finding: a Redis refusing the password
-// opened it, and fail-open let every hit through).
+// ErrRefused, and that a server nobody answers for does not; that the
+// refusal answers a ping — the server is alive, and a breaker must not
+// open on it (the attacker's finding: a Redis refusing the password
+// opened it, and fail-open let every hit through); and that a hit on
+// refused settings is refused under fail-open too (the attacker's
+// finding: TLS required of a server without it was "unreachable", and
+// fail-open let every hit through).
 func refused(t *testing.T, d Database) {
 	for _, tc := range []struct {
 		name, dsn string
@@ -275,14 +279,18 @@ func refused(t *testing.T, d Database) {
 	}{
 		{"wrong password", d.WrongPassword, true},
 		{"missing database", d.MissingDB, true},
+		{"TLS the server does not offer", d.NoTLS, true},
 		{"nobody listening", d.Unreachable, false},
 	} {
-		s := d.Connect(t, tc.dsn, time.Second)(Options{})
+		s := d.Connect(t, tc.dsn, time.Second)(Options{Policy: ratelab.FailOpen})
 		err := s.CheckServer(context.Background())
 		require.Error(t, err, tc.name)
 		assert.Equal(t, tc.refused, errors.Is(err, d.Refused), "%s: %v", tc.name, err)
 		perr := s.Ping(context.Background())
 		assert.Equal(t, tc.refused, perr == nil, "%s: a ping answered: %v", tc.name, perr)
+		dec, herr := s.TakeAt(context.Background(), Original, Key, T0)
+		assert.Equal(t, tc.refused, errors.Is(herr, d.Refused), "%s: the hit's error: %v", tc.name, herr)
+		assert.Equal(t, !tc.refused, dec.Allowed, "%s: fail-open lets a hit through only for an outage", tc.name)
 	}
 }
 

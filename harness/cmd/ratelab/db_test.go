@@ -34,20 +34,27 @@ var (
 type database struct {
 	store, flag string
 	shared      *sqlserver.Shared
-	// badDSN cannot be parsed; wrongPassword and missingDB are refused.
-	badDSN                   string
-	wrongPassword, missingDB func(addr string) string
-	down                     string // nobody listens: an outage
+	// badDSN cannot be parsed; wrongPassword, missingDB and noTLS (TLS
+	// required, which the private server does not offer) are refused.
+	badDSN                          string
+	wrongPassword, missingDB, noTLS func(addr string) string
+	down                            string // nobody listens: an outage
 }
 
 var databases = []database{
 	{"mysql", "-mysql", mariadb, "not a dsn",
 		func(addr string) string { return "ratelab:wrong@tcp(" + addr + ")/ratelab" },
 		func(addr string) string { return "ratelab:" + sqlserver.Password + "@tcp(" + addr + ")/nosuchdb" },
+		func(addr string) string {
+			return "ratelab:" + sqlserver.Password + "@tcp(" + addr + ")/ratelab?tls=true"
+		},
 		"ratelab:x@tcp(127.0.0.1:1)/ratelab"},
 	{"postgres", "-postgres", postgres, "postgres://a b",
 		func(addr string) string { return "postgres://ratelab:wrong@" + addr + "/ratelab" },
 		func(addr string) string { return "postgres://ratelab:" + sqlserver.Password + "@" + addr + "/nosuchdb" },
+		func(addr string) string {
+			return "postgres://ratelab:" + sqlserver.Password + "@" + addr + "/ratelab?sslmode=require"
+		},
 		"postgres://ratelab:x@127.0.0.1:1/ratelab"},
 }
 
@@ -84,7 +91,7 @@ func TestServeWithADatabase(t *testing.T) {
 			assert.Contains(t, stderr, "every hit fails open", "the warning")
 
 			srv := db.shared.Server(t)
-			for _, dsn := range []string{db.wrongPassword(srv.Addr), db.missingDB(srv.Addr)} {
+			for _, dsn := range []string{db.wrongPassword(srv.Addr), db.missingDB(srv.Addr), db.noTLS(srv.Addr)} {
 				url, code, stderr = serve(dsn)
 				assert.Empty(t, url, dsn)
 				assert.Equal(t, 2, code, "%s: %s", dsn, stderr)
