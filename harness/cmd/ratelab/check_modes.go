@@ -28,6 +28,12 @@ func modeFlags(fs *flag.FlagSet, store, counter, mistake string) error {
 		}
 		return nil
 	}
+	return onlyReads(fs, kind, reads...)
+}
+
+// onlyReads refuses a flag given on the command line that is not one of
+// reads, the flags the mode kind reads.
+func onlyReads(fs *flag.FlagSet, kind string, reads ...string) error {
 	var unread []string
 	fs.Visit(func(f *flag.Flag) {
 		if !slices.Contains(reads, f.Name) {

@@ -47,6 +47,9 @@ func cmdDB(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	if o.check {
+		if err := onlyReads(f.FlagSet, "-check", "check", "mysql", "postgres"); err != nil {
+			return 0, err
+		}
 		return checkDBServers(o, stderr), nil
 	}
 	o.load = f.load

@@ -97,6 +97,11 @@ func cmdBoundary(args []string, stdout, stderr io.Writer) (int, error) {
 	if !f.isSet("burst") {
 		*burst = min(*burst, f.limit) // the default, for a limit below it
 	}
+	if *svg != "" || *weightSVG != "" {
+		if err := onlyReads(f.FlagSet, "-svg and -weight-svg", "svg", "weight-svg", "limit", "window", "burst", "seed"); err != nil {
+			return 0, err
+		}
+	}
 	if *burst < 1 || *burst > f.limit {
 		return 0, usagef("-burst %d must be from 1 to -limit %d", *burst, f.limit)
 	}
@@ -183,6 +188,9 @@ func cmdRedis(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	if *svg != "" {
+		if err := onlyReads(f.FlagSet, "-svg", "svg"); err != nil {
+			return 0, err
+		}
 		return failoverFigure(*svg)
 	}
 	app := harness.App{Limit: f.limit, Window: f.window}
