@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	neturl "net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -171,18 +172,15 @@ func checkAddrs(network string, addrs ...string) error {
 // or Sentinel URL naming a plain Redis). The hit's round trip did not
 // fail; the configuration did.
 func refused(err error) bool {
+	return reply(err, "WRONGPASS", "NOAUTH", "NOPERM", "ERR AUTH", "ERR invalid DB index", "ERR DB index is out of range",
+		"ERR unknown command", "ERR This instance has cluster support disabled")
+}
+
+// reply reports whether err is an error reply of Redis that starts with
+// one of prefixes.
+func reply(err error, prefixes ...string) bool {
 	var rerr redis.Error
-	if !errors.As(err, &rerr) {
-		return false
-	}
-	msg := rerr.Error()
-	for _, p := range []string{"WRONGPASS", "NOAUTH", "NOPERM", "ERR AUTH", "ERR invalid DB index", "ERR DB index is out of range",
-		"ERR unknown command", "ERR This instance has cluster support disabled"} {
-		if strings.HasPrefix(msg, p) {
-			return true
-		}
-	}
-	return false
+	return errors.As(err, &rerr) && slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(rerr.Error(), p) })
 }
 
 // notRedis reports whether err is go-redis's reader failing on an answer
@@ -197,14 +195,5 @@ func notRedis(err error) bool {
 // replica without its primary, a cluster resharding or down. An outage,
 // where any other error reply is a refusal.
 func passing(err error) bool {
-	var rerr redis.Error
-	if !errors.As(err, &rerr) {
-		return false
-	}
-	for _, p := range []string{"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN"} {
-		if strings.HasPrefix(rerr.Error(), p) {
-			return true
-		}
-	}
-	return false
+	return reply(err, "LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN")
 }

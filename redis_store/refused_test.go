@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -28,17 +29,33 @@ func TestRefusedSettingsAreNeverAnOutage(t *testing.T) {
 	defer c.Close()
 	require.NoError(t, c.ConfigSet(context.Background(), "requirepass", "sesame").Err())
 	for _, url := range []string{"redis://:wrong@" + srv.Addr + "/0", "redis://:sesame@" + srv.Addr + "/99"} {
-		for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailLocal} {
-			rc, err := redisstore.NewClient(url, 0)
-			require.NoError(t, err)
-			raw, err := redisstore.New(rc, redisstore.Options{Logger: slog.New(slog.DiscardHandler)})
-			require.NoError(t, err)
-			s := storetest.WithPolicy(raw, policy, slog.New(slog.DiscardHandler))
-			d, err := s.TakeAt(context.Background(), storetest.Original, storetest.Key, storetest.T0)
-			assert.ErrorIs(t, err, redisstore.ErrRefused, "%s, fail-%v", url, policy)
-			assert.False(t, d.Allowed, "%s, fail-%v", url, policy)
-			rc.Close()
-		}
+		raw, _ := storeAt(t, url)
+		refusedUnderEveryPolicy(t, raw, redisstore.ErrRefused)
+	}
+}
+
+// storeAt is a store on a client of url, and the client, closed when t
+// ends.
+func storeAt(t *testing.T, url string) (*redisstore.Store, redis.UniversalClient) {
+	t.Helper()
+	rc, err := redisstore.NewClient(url, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { rc.Close() })
+	s, err := redisstore.New(rc, redisstore.Options{Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	return s, rc
+}
+
+// refusedUnderEveryPolicy takes a hit on raw under fail-open and
+// fail-local (fail-closed refuses every error) and requires it refused,
+// its error wrapping want.
+func refusedUnderEveryPolicy(t *testing.T, raw ratelab.Store, want error) {
+	t.Helper()
+	for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailLocal} {
+		s := storetest.WithPolicy(raw, policy, slog.New(slog.DiscardHandler))
+		d, err := s.TakeAt(context.Background(), storetest.Original, storetest.Key, storetest.T0)
+		assert.ErrorIs(t, err, want, "fail-%v", policy)
+		assert.False(t, d.Allowed, "fail-%v", policy)
 	}
 }
 
@@ -48,27 +65,14 @@ func TestRefusedSettingsAreNeverAnOutage(t *testing.T) {
 // HTTP server called it unreachable, started, and let every hit through
 // under fail-open). The server here answers every connection with HTML.
 func TestAServerThatIsNotRedisIsNeverAnOutage(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { ln.Close() })
-	answerEveryConnection(t, ln, "<!DOCTYPE HTML>\n<html><body>Error response</body></html>\n")
-	rc, err := redisstore.NewClient("redis://"+ln.Addr().String()+"/0", 0)
-	require.NoError(t, err)
-	t.Cleanup(func() { rc.Close() })
+	raw, rc := storeAt(t, fakeRedis(t, "<!DOCTYPE HTML>\n<html><body>Error response</body></html>\n"))
 	assert.ErrorIs(t, redisstore.CheckServer(context.Background(), rc), redisstore.ErrNotRedis)
-	raw, err := redisstore.New(rc, redisstore.Options{Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
 	// The breaker's watcher takes the answer for a sign of life, so that
 	// the hits reach the store and are refused (the attacker's finding: a
 	// breaker opened while Redis was down stayed open once another
 	// service took its port, and fail-open let every hit through).
 	assert.NoError(t, raw.Ping(context.Background()), "an answer in another protocol is an answer")
-	for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailLocal} {
-		s := storetest.WithPolicy(raw, policy, slog.New(slog.DiscardHandler))
-		d, err := s.TakeAt(context.Background(), storetest.Original, storetest.Key, storetest.T0)
-		assert.ErrorIs(t, err, redisstore.ErrNotRedis, "fail-%v", policy)
-		assert.False(t, d.Allowed, "fail-%v", policy)
-	}
+	refusedUnderEveryPolicy(t, raw, redisstore.ErrNotRedis)
 }
 
 // The finding: under maxmemory-policy allkeys-lru every limiter key was
@@ -156,11 +160,15 @@ func TestAServerThatRefusesThePasswordAnswersPings(t *testing.T) {
 	assert.NoError(t, s.Ping(context.Background()), "a refusal is a sign of life")
 }
 
-// answerEveryConnection answers every command of every connection ln
-// accepts with answer, whatever was asked, until the client hangs up: as
-// many answers as a read holds commands (arrays, as clients send them).
-func answerEveryConnection(t *testing.T, ln net.Listener, answer string) {
+// fakeRedis is a server on loopback that answers every command of every
+// connection with answer, whatever was asked, until the client hangs up
+// (as many answers as a read holds commands, arrays as clients send
+// them). It returns its redis:// URL; the test's end closes it.
+func fakeRedis(t *testing.T, answer string) string {
 	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
 			conn, err := ln.Accept()
@@ -183,6 +191,7 @@ func answerEveryConnection(t *testing.T, ln net.Listener, answer string) {
 			}()
 		}
 	}()
+	return "redis://" + ln.Addr().String() + "/0"
 }
 
 // command matches the header of a command sent as an array of bulk
@@ -193,11 +202,7 @@ var command = regexp.MustCompile(`(?:^|\r\n)\*\d+\r\n\$`)
 // a configuration to fix (the attacker's finding: serve exited 2 on a
 // Redis that answered PING with LOADING).
 func TestALoadingRedisIsAnOutage(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { ln.Close() })
-	answerEveryConnection(t, ln, "-LOADING Redis is loading the dataset in memory\r\n")
-	rc, err := redisstore.NewClient("redis://"+ln.Addr().String()+"/0", 0)
+	rc, err := redisstore.NewClient(fakeRedis(t, "-LOADING Redis is loading the dataset in memory\r\n"), 0)
 	require.NoError(t, err)
 	t.Cleanup(func() { rc.Close() })
 	err = redisstore.CheckServer(context.Background(), rc)
@@ -218,15 +223,27 @@ func TestARedisWithoutScriptingIsRefused(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, redisstore.CheckServer(ctx, c), "it answers PING")
 	assert.ErrorIs(t, redisstore.CheckWrites(ctx, c, ""), redisstore.ErrWritesRefused)
-	rc, err := redisstore.NewClient("redis://"+srv.Addr+"/0", 0)
-	require.NoError(t, err)
-	defer rc.Close()
-	raw, err := redisstore.New(rc, redisstore.Options{Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	for _, policy := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailLocal} {
-		s := storetest.WithPolicy(raw, policy, slog.New(slog.DiscardHandler))
-		d, err := s.TakeAt(ctx, storetest.Original, storetest.Key, storetest.T0)
-		assert.ErrorIs(t, err, redisstore.ErrRefused, "fail-%v", policy)
-		assert.False(t, d.Allowed, "fail-%v", policy)
+	raw, _ := storeAt(t, "redis://"+srv.Addr+"/0")
+	refusedUnderEveryPolicy(t, raw, redisstore.ErrRefused)
+}
+
+// A cluster or a Sentinel URL that names a plain Redis asks it for what
+// it does not have (CLUSTER SLOTS, SENTINEL): serve's check refuses it,
+// and a hit is refused under every policy, as the Redis chapter says.
+func TestAClusterOrSentinelURLNamingAPlainRedisIsRefused(t *testing.T) {
+	srv := redisserver.ForTest(t)
+	for _, url := range []string{
+		"redis://" + srv.Addr + "/0?addr=" + srv.Addr,
+		"redis://" + srv.Addr + "/0?master_name=mymaster",
+	} {
+		raw, rc := storeAt(t, url)
+		err := redisstore.CheckServer(context.Background(), rc)
+		if err == nil {
+			err = redisstore.CheckWrites(context.Background(), rc, "")
+		}
+		if !errors.Is(err, redisstore.ErrRefused) && !errors.Is(err, redisstore.ErrWritesRefused) {
+			t.Errorf("%s: serve's checks: %v, want a refusal", url, err)
+		}
+		refusedUnderEveryPolicy(t, raw, redisstore.ErrRefused)
 	}
 }
