@@ -62,13 +62,23 @@ type Options struct {
 	Clock   func() time.Time // nil means time.Now
 }
 
-// Base is the part of a store that is not SQL.
+// Base is the part of a store that is not SQL, and the Driver it runs on.
 type Base struct {
 	Pkg     string // the store's package name, for errors and logs
 	Timeout time.Duration
 	Log     *slog.Logger
 	Now     func() time.Time
 	Prefix  string
+	Driver
+	tables Tables
+}
+
+var prefixRE = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
+
+// Driver is what the SQL of a store's server says: how to tell load,
+// time running out and refused settings from other errors, the tables'
+// statements with their prefix filled in, and how to run one.
+type Driver struct {
 	// Overloaded reports whether an error is the server refusing a
 	// connection because it has no free one: load, not an outage.
 	Overloaded func(error) bool
@@ -81,19 +91,8 @@ type Base struct {
 	// through for; its hit's error wraps ErrRefused, the store's.
 	Refused    func(error) bool
 	ErrRefused error
-	tables     Tables
-}
-
-var prefixRE = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
-
-// Driver is what the SQL of a store's server says: how to tell load and
-// time running out from other errors, the tables' statements with their
-// prefix filled in, and how to run one.
-type Driver struct {
-	Overloaded, OutOfTime, Refused func(error) bool
-	ErrRefused                     error
-	Tables                         func(prefix string) Tables
-	Exec                           Exec
+	Tables     func(prefix string) Tables
+	Exec       Exec
 }
 
 // NewBase checks o and returns the Base of a store of package pkg, with
@@ -107,8 +106,7 @@ func NewBase(pkg string, o Options, drv Driver) (*Base, error) {
 		return nil, fmt.Errorf("%s: table prefix %q: use 1 to 32 lower-case letters, digits and underscores", pkg, prefix)
 	}
 	b := &Base{Pkg: pkg, Timeout: cmp.Or(o.Timeout, DefaultTimeout), Log: cmp.Or(o.Logger, slog.Default()),
-		Now: o.Clock, Prefix: prefix, Overloaded: drv.Overloaded, OutOfTime: drv.OutOfTime,
-		Refused: drv.Refused, ErrRefused: drv.ErrRefused, tables: drv.Tables(prefix)}
+		Now: o.Clock, Prefix: prefix, Driver: drv, tables: drv.Tables(prefix)}
 	b.tables.exec = drv.Exec
 	if b.Now == nil {
 		b.Now = time.Now

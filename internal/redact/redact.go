@@ -24,7 +24,7 @@ func String(conn string) string {
 	for _, pw := range pws {
 		conn = replace(conn, pw)
 	}
-	return lone(pieces(conn, pws), conn)
+	return pieces(conn, pws)
 }
 
 // Err returns err with every form of conn's password in its message
@@ -41,7 +41,7 @@ func Err(err error, conn string) error {
 	for _, pw := range pws {
 		out = replace(out, pw)
 	}
-	out = lone(pieces(out, pws), conn)
+	out = pieces(out, pws)
 	if slices.ContainsFunc(pws, awkward) {
 		out = withhold(out)
 	}
@@ -51,12 +51,12 @@ func Err(err error, conn string) error {
 	return err
 }
 
-// passwords returns every password conn may carry: Password's and, for a
-// URL with a query, that of the URL without it and those of its
-// parameters — an addr= node's user:password@ (a cluster's other nodes),
+// passwords returns every password conn may carry: Password's, a lone
+// user's (loneUser) and, for a URL with a query, that of the URL without
+// it and those of its parameters — an addr= node's user:password@ (a cluster's other nodes),
 // a password= or sentinel_password= value.
 func passwords(conn string) []string {
-	pws := []string{Password(conn)}
+	pws := []string{Password(conn), loneUser(conn)}
 	if m := keyValueRest.FindStringSubmatch(conn); m != nil && !strings.Contains(conn, "://") {
 		pws = append(pws, m[1]) // and all up to the next key=, where a parser may have cut it short
 	}
@@ -192,6 +192,7 @@ func replace(s, pw string) string {
 			continue
 		}
 		s = strings.ReplaceAll(s, ":"+f+"@", ":"+Mask+"@")
+		s = strings.ReplaceAll(s, "//"+f+"@", "//"+Mask+"@") // a lone user's place
 		kv, err := regexp.Compile(`(?i)(password\s*=\s*'?)` + regexp.QuoteMeta(f))
 		if err != nil { // f is not UTF-8, which no pattern can hold: mask it everywhere
 			s = strings.ReplaceAll(s, f, Mask)
@@ -202,30 +203,22 @@ func replace(s, pw string) string {
 	return s
 }
 
-// lone masks in s the user of a redis://, rediss:// or unix:// URL conn
-// (go-redis's) that has a user and no password, where a URL in s holds it ("//user@"): go-redis
+// loneUser returns the user of a go-redis URL conn (redis://, rediss://,
+// unix://) that has a user and no password, "" if it has none: go-redis
 // sends no password then, and a password written where the user goes,
-// redis://s3cret@host, is an easy slip. conn is read leniently, as a
-// URL a parser may have refused.
-func lone(s, conn string) string {
+// redis://s3cret@host, is an easy slip, masked as a password is. conn is
+// read leniently, as a URL a parser may have refused.
+func loneUser(conn string) string {
 	scheme, rest, ok := strings.Cut(conn, "://")
 	if !ok || !slices.ContainsFunc([]string{"redis", "rediss", "unix"}, func(s string) bool { return strings.EqualFold(s, scheme) }) {
-		return s
+		return ""
 	}
 	if end := strings.IndexAny(rest, "/?#"); end >= 0 {
 		rest = rest[:end]
 	}
 	at := strings.LastIndex(rest, "@")
-	if at <= 0 || strings.Contains(rest[:at], ":") {
-		return s
+	if at < 0 || strings.Contains(rest[:at], ":") {
+		return ""
 	}
-	user := rest[:at]
-	forms := []string{user, url.PathEscape(user), url.QueryEscape(user)}
-	if u, err := url.PathUnescape(user); err == nil {
-		forms = append(forms, u)
-	}
-	for _, f := range forms {
-		s = strings.ReplaceAll(s, "//"+f+"@", "//"+Mask+"@")
-	}
-	return s
+	return rest[:at]
 }

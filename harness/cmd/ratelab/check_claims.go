@@ -84,26 +84,25 @@ func checkRowOnce(stderr io.Writer, r checkRow, servers *privateServers) (claim.
 	return claim.Claim{Case: r.name, Expected: r.want, Observed: got, Detail: v.Counts()}, nil
 }
 
-// server is what the rows of one store need installed.
-type server struct {
-	store harness.StoreKind
-	found func() bool
-	hint  string
-}
-
-// missing returns the server that store's rows need and that is not
-// installed, if any.
-func missing(store harness.StoreKind) (server, bool) {
-	for _, s := range []server{
+// absent returns, for each store whose rows need a server that is not
+// installed, the line that says they were skipped and how to install it;
+// each server is looked for once.
+func absent() map[harness.StoreKind]string {
+	lines := map[harness.StoreKind]string{}
+	for _, s := range []struct {
+		store harness.StoreKind
+		found func() bool
+		hint  string
+	}{
 		{"redis", redisserver.Available, "redis-server not found; install it with " + redisserver.InstallHint},
 		{"mysql", sqlserver.MariaDBAvailable, "mariadbd not found; install it with " + sqlserver.MariaDBInstallHint},
 		{"postgres", sqlserver.PostgresAvailable, "postgres not found; install it with " + sqlserver.PostgresInstallHint},
 	} {
-		if s.store == store && !s.found() {
-			return s, true
+		if !s.found() {
+			lines[s.store] = fmt.Sprintf("(the %s rows were skipped: %s)", s.store, s.hint)
 		}
 	}
-	return server{}, false
+	return lines
 }
 
 // tableRows are the rows of the table whose names match pattern (every
@@ -115,14 +114,14 @@ func tableRows(pattern string) (rows []checkRow, skipped []string, err error) {
 	if err != nil {
 		return nil, nil, usagef("-rows: %v", err)
 	}
-	matched := 0
+	matched, gone := 0, absent()
 	for _, r := range checkTable() {
 		if !re.MatchString(r.name) {
 			continue
 		}
 		matched++
-		if srv, ok := missing(r.run.store); ok {
-			if line := fmt.Sprintf("(the %s rows were skipped: %s)", srv.store, srv.hint); !slices.Contains(skipped, line) {
+		if line, ok := gone[r.run.store]; ok {
+			if !slices.Contains(skipped, line) {
 				skipped = append(skipped, line)
 			}
 			continue

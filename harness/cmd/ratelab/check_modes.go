@@ -7,6 +7,8 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+
+	"github.com/ratelab/ratelab/harness"
 )
 
 // modeFlags refuses a flag given on the command line that the kind of
@@ -42,6 +44,15 @@ func onlyReads(fs *flag.FlagSet, kind string, reads ...string) error {
 	})
 	if len(unread) > 0 {
 		return usagef("%s does not read %s: it runs with -%s alone", kind, strings.Join(unread, ", "), strings.Join(reads, ", -"))
+	}
+	return nil
+}
+
+// workersRead refuses -workers given for a model that has no pool: only
+// pool and two-hosts read it.
+func (f *flags) workersRead(model string) error {
+	if f.isSet("workers") && model != string(harness.Pool) && model != string(harness.TwoHosts) {
+		return usagef("-workers applies to -model pool and two-hosts only")
 	}
 	return nil
 }

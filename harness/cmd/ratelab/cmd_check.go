@@ -86,8 +86,8 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := c.check(*fault); err != nil {
 		return 0, err
 	}
-	if f.isSet("workers") && c.model != "pool" && c.model != "two-hosts" {
-		return 0, usagef("-workers applies to -model pool and two-hosts only")
+	if err := f.workersRead(c.model); err != nil {
+		return 0, err
 	}
 	if err := modeFlags(f.FlagSet, string(c.store), c.counter, c.mistake); err != nil {
 		return 0, err

@@ -100,11 +100,11 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, usagef("-model %q: use cgi, pool, single or two-hosts", *model)
 	}
-	switch {
-	case f.isSet("cgi-procs") && m != harness.CGI:
+	if f.isSet("cgi-procs") && m != harness.CGI {
 		return 0, usagef("-cgi-procs applies to -model cgi only")
-	case f.isSet("workers") && m != harness.Pool && m != harness.TwoHosts:
-		return 0, usagef("-workers applies to -model pool and two-hosts only")
+	}
+	if err := f.workersRead(string(m)); err != nil {
+		return 0, err
 	}
 	// Listen for the signals before anything is made: from the first on,
 	// serve stops and removes what it made. SIGHUP is the terminal
@@ -117,9 +117,6 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	defer cleanup()
-	if *allowEviction && app.Store != beyondonehost.Redis {
-		return 0, usagef("-redis-allow-eviction applies to -store redis only")
-	}
 	cfg := httphost.Config{Model: m, App: app, Workers: f.workers, CGIProcs: *cgiProcs, TrustedProxies: f.proxies, ForwardedHeader: f.header}
 	if cfg.App.Conns, err = checkServe(cfg, *allowEviction, stderr); err != nil {
 		return 0, err

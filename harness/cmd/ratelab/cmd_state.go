@@ -61,7 +61,7 @@ func (f *flags) ruleFlags(keyHelp string, hits bool) ruleFlags {
 		algo: f.String("algorithm", "fixed", choices.Or(ratelab.Algorithms())+": the original's fixed window, the sliding-window counter, the sliding log, GCRA"),
 		fail: new("open"), refusals: new("default"), burst: new(0),
 	}
-	f.limit, f.window = 30, time.Hour
+	f.limit, f.window = 1, time.Second // any valid pair: a state's name holds neither
 	f.dirFlag()
 	if hits {
 		f.StringVar(rf.fail, "fail", "open", "what to do when the state cannot be reached: "+choices.Or(ratelab.FailPolicies())+" (decide in this process alone)")

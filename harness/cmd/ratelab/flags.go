@@ -317,9 +317,8 @@ func (f *flags) appFlags() func() (harness.App, error) {
 	}
 }
 
-// unread refuses a flag that nothing would read: one for a store or an
-// algorithm other than the one chosen (-redis without the redis store,
-// -burst without gcra), or one without the flag it qualifies.
+// unread refuses a flag nothing would read: one for another store or
+// algorithm (-redis, -burst without gcra), or without the flag it qualifies.
 func (f *flags) unread(store harness.StoreKind, alg ratelab.Algorithm) error {
 	for _, r := range []struct {
 		flag, only string
@@ -328,6 +327,7 @@ func (f *flags) unread(store harness.StoreKind, alg ratelab.Algorithm) error {
 		{"redis", "-store redis", store == beyondonehost.Redis},
 		{"redis-wait", "-store redis", store == beyondonehost.Redis},
 		{"redis-wait-timeout", "-redis-wait", f.Lookup("redis-wait").Value.String() != "0"},
+		{"redis-allow-eviction", "-store redis", store == beyondonehost.Redis}, // serve's
 		{"mysql", "-store mysql", store == databaselock.MySQL},
 		{"postgres", "-store postgres", store == databaselock.Postgres},
 		{"dir", "-store file", store == harness.File},
