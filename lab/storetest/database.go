@@ -269,9 +269,9 @@ func prepareAtOnce(t *testing.T, d Database) {
 // refusal answers a ping — the server is alive, and a breaker must not
 // open on it (the attacker's finding: a Redis refusing the password
 // opened it, and fail-open let every hit through); and that a hit on
-// refused settings is refused under fail-open too (the attacker's
-// finding: TLS required of a server without it was "unreachable", and
-// fail-open let every hit through).
+// refused settings is refused under fail-open and fail-local too (the
+// attacker's finding: TLS required of a server without it was
+// "unreachable", and fail-open let every hit through).
 func refused(t *testing.T, d Database) {
 	for _, tc := range []struct {
 		name, dsn string
@@ -282,15 +282,18 @@ func refused(t *testing.T, d Database) {
 		{"TLS the server does not offer", d.NoTLS, true},
 		{"nobody listening", d.Unreachable, false},
 	} {
-		s := d.Connect(t, tc.dsn, time.Second)(Options{Policy: ratelab.FailOpen})
+		open := d.Connect(t, tc.dsn, time.Second)
+		s := open(Options{})
 		err := s.CheckServer(context.Background())
 		require.Error(t, err, tc.name)
 		assert.Equal(t, tc.refused, errors.Is(err, d.Refused), "%s: %v", tc.name, err)
 		perr := s.Ping(context.Background())
 		assert.Equal(t, tc.refused, perr == nil, "%s: a ping answered: %v", tc.name, perr)
-		dec, herr := s.TakeAt(context.Background(), Original, Key, T0)
-		assert.Equal(t, tc.refused, errors.Is(herr, d.Refused), "%s: the hit's error: %v", tc.name, herr)
-		assert.Equal(t, !tc.refused, dec.Allowed, "%s: fail-open lets a hit through only for an outage", tc.name)
+		for _, p := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailLocal} {
+			dec, herr := open(Options{Policy: p}).TakeAt(context.Background(), Original, Key, T0)
+			assert.Equal(t, tc.refused, errors.Is(herr, d.Refused), "%s, fail-%v: the hit's error: %v", tc.name, p, herr)
+			assert.Equal(t, !tc.refused, dec.Allowed, "%s, fail-%v: a hit is let through only for an outage", tc.name, p)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -132,6 +133,7 @@ func TestRulesOnOneKeyAreApart(t *testing.T) {
 
 func TestBadUsageIsOneLineAndExit2(t *testing.T) {
 	dir := t.TempDir()
+	html := htmlServer(t)
 	tests := []struct {
 		args []string
 		want string
@@ -191,6 +193,12 @@ func TestBadUsageIsOneLineAndExit2(t *testing.T) {
 		{[]string{"serve", "-model", "cgi", "-store", "memory", "-workers", "8"}, "-workers applies to -model pool and two-hosts only"},
 		{[]string{"hit", "-dir", dir, "-key", "k", "-burst", "3"}, "-burst applies to -algorithm gcra only"},
 		{[]string{"check", "-store", "memory", "-model", "cgi", "-workers", "3"}, "-workers applies to -model pool and two-hosts only"},
+		// The attacker's findings: a -redis naming another service, a URL
+		// without its //, which go-redis dials as localhost:6379, and an
+		// address holding a password were outages to warn about.
+		{[]string{"serve", "-model", "pool", "-store", "redis", "-redis", "redis://" + html + "/0"}, "does not answer in Redis's protocol"},
+		{[]string{"serve", "-model", "pool", "-store", "redis", "-redis", "redis:127.0.0.1:6379"}, "the URL names no server"},
+		{[]string{"serve", "-model", "pool", "-store", "redis", "-redis", "redis://127.0.0.1:1/0?addr=S3cretPW@127.0.0.1:2"}, "an address holds an '@'"},
 		{[]string{"redis", "-svg", filepath.Join(dir, "f.svg"), "-requests", "5"}, "-svg does not read -requests"},
 		{[]string{"boundary", "-svg", filepath.Join(dir, "b.svg"), "-processes=false"}, "-svg and -weight-svg does not read -processes"},
 		{[]string{"db", "-check", "-force"}, "-check does not read -force"},
@@ -226,6 +234,7 @@ func TestBadUsageIsOneLineAndExit2(t *testing.T) {
 			code, out, errOut := cli(tt.args...)
 			assert.Equal(t, 2, code)
 			assert.Contains(t, errOut, tt.want)
+			assert.NotContains(t, errOut, "S3cret", "a secret in the message")
 			assert.Empty(t, out)
 			if len(tt.args) > 0 {
 				assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
@@ -568,4 +577,26 @@ func sameValue(typ, a, b string) bool {
 		return errA == nil && errB == nil && da == db
 	}
 	return a == b
+}
+
+// htmlServer is a server on loopback that answers every connection with
+// an HTML page, as a web server answers a request it cannot read, and
+// closes it; it returns its host:port.
+func htmlServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conn.Read(make([]byte, 4096))
+			conn.Write([]byte("<!DOCTYPE HTML>\n<html><body>Error response</body></html>\n"))
+			conn.Close()
+		}
+	}()
+	return ln.Addr().String()
 }
