@@ -79,7 +79,8 @@ const MaxPoolSize = 1000
 // standard error; each of its formats at most once every
 // ratelab.LogEvery, with how many were held back (a breaker pings an
 // unreachable Redis five times a second, and each ping's dial fails
-// aloud). go-redis has one logger for the whole process, not one per
+// aloud). A URL's user information and a password= value in a line are
+// masked (redact.Line). go-redis has one logger for the whole process, not one per
 // client, so the store cannot set it: a program does, once, in main:
 //
 //	redis.SetLogger(redisstore.NewGoRedisLog(logger))
@@ -97,7 +98,7 @@ func (l *GoRedisLog) Printf(_ context.Context, format string, v ...any) {
 
 func (l *GoRedisLog) printfAt(now time.Time, format string, v ...any) {
 	msg := strings.TrimPrefix(fmt.Sprintf(format, v...), "redis: ")
-	l.log.KeyAt(now, format, slog.LevelWarn, "redisstore: go-redis: "+msg)
+	l.log.KeyAt(now, format, slog.LevelWarn, "redisstore: go-redis: "+redact.Line(msg))
 }
 
 // parsed is a URL parsed into the options of one kind of go-redis

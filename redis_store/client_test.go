@@ -124,6 +124,16 @@ func TestGoRedisLogHoldsBackRepeats(t *testing.T) {
 	assert.Contains(t, lines[2], "sentinel: new master")
 }
 
+// go-redis's lines are not passed a connection string to mask by, so
+// whatever sits where a URL's password goes is masked.
+func TestGoRedisLogMasksPasswords(t *testing.T) {
+	var logged bytes.Buffer
+	l := redisstore.NewGoRedisLog(slog.New(slog.NewTextHandler(&logged, nil)))
+	l.PrintfAt(time.Unix(1_780_000_000, 0), "redis: sentinel %s: %v", "redis://u:S3cret@127.0.0.1:1", "refused")
+	assert.NotContains(t, logged.String(), "S3cret")
+	assert.Contains(t, logged.String(), "redis://xxxxx@127.0.0.1:1")
+}
+
 // The attacker's finding at 0574388: an unescaped '&' in a query password
 // splits it into options, and go-redis names the ones it does not know —
 // pieces of the password.

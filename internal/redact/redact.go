@@ -222,3 +222,20 @@ func loneUser(conn string) string {
 	}
 	return rest[:at]
 }
+
+// Line returns s, a line that quotes connection strings nobody passed to
+// it (a driver's own log line), with every URL's user information and
+// every password= value replaced by Mask: without the connection string,
+// what sits where a password goes is masked, whatever it is.
+func Line(s string) string {
+	s = userinfo.ReplaceAllString(s, "${1}"+Mask+"@")
+	return passwordValue.ReplaceAllString(s, "${1}"+Mask)
+}
+
+// userinfo finds a URL's scheme and user information: "redis://u:pw@" or
+// "redis://pw@".
+var userinfo = regexp.MustCompile(`(?i)([a-z][a-z0-9+.-]*://)[^/?#\s@]*@`)
+
+// passwordValue finds a password= or sentinel_password= value, quoted or
+// up to the next space, '&' or ';'.
+var passwordValue = regexp.MustCompile(`(?i)((?:^|[\s&;?])(?:sentinel_)?password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&;]*)`)

@@ -218,3 +218,18 @@ func TestALoneRedisUserIsMasked(t *testing.T) {
 		t.Errorf("String = %q, want %q", got, want)
 	}
 }
+
+func TestLineMasksWhatSitsWhereAPasswordGoes(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"redis: dial redis://u:S3cret@10.0.0.1:6379 failed", "redis: dial redis://xxxxx@10.0.0.1:6379 failed"},
+		{"sentinel rediss://S3cret@h:26379/0 is down", "sentinel rediss://xxxxx@h:26379/0 is down"},
+		{"connect host=h password='S3 cret' dbname=x", "connect host=h password=xxxxx dbname=x"},
+		{"redis://h:6379/0?password=S3cret&db=1", "redis://h:6379/0?password=xxxxx&db=1"},
+		{"dial tcp 127.0.0.1:6379: connection refused", "dial tcp 127.0.0.1:6379: connection refused"},
+		{"user@example.com wrote", "user@example.com wrote"},
+	} {
+		if got := Line(tc.in); got != tc.want {
+			t.Errorf("Line(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
