@@ -209,7 +209,7 @@ docs:
 mutants:
 	RATELAB_MUTANTS=1 $(GO) test -count=1 -run TestMutantsInTheCode -v ./linearizability
 
-## detection: how often the table finds a missing lock — its pool rows run 300 times on a file store without flock (about 35 minutes; not in CI)
+## detection: how often the table finds a missing lock — its pool rows run 300 times on a file store without flock (27 minutes on 2026-12-05; not in CI)
 detection:
 	RATELAB_DETECTION=300 $(GO) test -count=1 -timeout 3h -run TestDetectionRate -v ./linearizability
 
