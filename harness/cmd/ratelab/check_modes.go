@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
-	"os/signal"
 	"slices"
 	"strings"
 
@@ -68,6 +66,6 @@ var errInterrupted = errors.New("interrupted: the private servers are stopped an
 // deferred clean-up runs: a signal's default action would leave the
 // private servers running and the directories behind.
 func interruptible() (interrupted func() bool, stop func()) {
-	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
+	ctx, stop := stopContext()
 	return func() bool { return ctx.Err() != nil }, stop
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -107,10 +106,8 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	// Listen for the signals before anything is made: from the first on,
-	// serve stops and removes what it made. SIGHUP is the terminal
-	// closing; SIGPIPE is its output's reader gone (serve ... | head),
-	// whose default would kill it.
-	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
+	// serve stops and removes what it made.
+	ctx, stop := stopContext()
 	defer stop()
 	app, cleanup, err := serveApp(f, appOf)
 	if err != nil {
@@ -130,10 +127,6 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	return serve(ctx, cfg, f.dir == "", stdout, stderr)
 }
-
-// stopSignals are those that stop serve and the checks, as cleanly as
-// Ctrl-C does.
-var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE}
 
 // serveApp makes the App of serve's flags, its state in a fresh directory
 // if the file store has no -dir; cleanup removes that directory.

@@ -197,3 +197,30 @@ func assertEmpty(t *testing.T, dir string) {
 	left, _ := os.ReadDir(dir)
 	assert.Empty(t, left, "left in the temporary directory")
 }
+
+// The attacker's finding at 5879fdb: a client that closed its connection
+// while serve wrote the answers to its pipelined requests stopped serve
+// (exit 0, in a few tries): serve listened for SIGPIPE to stop when its
+// reader goes, and a write to a socket whose client has gone raises one
+// too. A SIGPIPE while stdout and stderr still have their readers is now
+// nothing: serve goes on answering, and stops on Ctrl-C as before.
+func TestServeOutlivesASIGPIPEFromAClient(t *testing.T) {
+	cmd, url, stderr, tmp := startServeGroup(t, "-model", "single", "-store", "file", "-limit", "1000", "-addr", "127.0.0.1:0")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	require.NoError(t, syscall.Kill(cmd.Process.Pid, syscall.SIGPIPE))
+	for i := range 200 { // the old serve was gone long before these
+		resp, err := http.Post(url, "", nil)
+		require.NoError(t, err, "request %d after the SIGPIPE; stderr: %s", i, stderr.String())
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, "request %d after the SIGPIPE", i)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("serve exited (%v) after a SIGPIPE with its readers there; stderr: %s", err, stderr.String())
+	default:
+	}
+	require.NoError(t, syscall.Kill(cmd.Process.Pid, syscall.SIGINT))
+	assert.NoError(t, <-done, "serve's exit on Ctrl-C; stderr: %s", stderr.String())
+	assertEmpty(t, tmp)
+}

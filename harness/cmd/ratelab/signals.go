@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// stopSignals are those that stop serve and the checks as cleanly as
+// Ctrl-C does — SIGHUP is the terminal closing — and SIGPIPE, which does
+// so only when standard output or error has lost its reader (see
+// stopContext).
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE}
+
+// stopContext returns a context that ends when one of stopSignals asks
+// serve or a check to stop. A SIGPIPE asks it only when stdout or stderr
+// is a pipe whose reader has gone (serve … | head), whose default would
+// kill the process before it removed what it made: every write to a
+// socket whose client has gone raises a SIGPIPE too, once a program
+// listens for it, and a client that closed its connection while serve
+// wrote the answers to its pipelined requests stopped the server (the
+// attacker's finding at 5879fdb). Its stop releases the signals.
+func stopContext() (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals[:len(stopSignals)-1]...)
+	ctx, cancel := context.WithCancel(ctx)
+	pipes := make(chan os.Signal, 1)
+	signal.Notify(pipes, syscall.SIGPIPE)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-pipes:
+				if outputGone() {
+					cancel()
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(pipes)
+		close(done)
+		cancel()
+		stop()
+	}
+}
