@@ -231,17 +231,24 @@ func (s *Store) Clear(ctx context.Context) error { return s.base.Clear(ctx) }
 // password with a bare '@' in it. pgx reads the host from the first '@',
 // net/url (and so ratelab's masking) from the last, and what lies
 // between — the password's tail — was printed as a host nobody could
-// resolve, in serve's logs (the attacker's finding).
+// resolve, in serve's logs (the attacker's finding). Nor may an '@' come
+// after the authority: a password holding a '/' ends the host early, and
+// pgx took the rest for the database's name, which its messages quote
+// (the attacker's finding at 5879fdb).
 func checkUserinfo(url string) error {
 	_, rest, ok := strings.Cut(url, "://")
 	if !ok {
 		return nil // a key=value DSN: no authority
 	}
+	path := ""
 	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		rest = rest[:i]
+		rest, path = rest[:i], rest[i:]
 	}
 	if strings.Count(rest, "@") > 1 {
 		return errors.New("postgresstore: the URL's user information holds an '@': write it as %40 in the password")
+	}
+	if path, _, _ = strings.Cut(path, "?"); strings.Contains(path, "@") {
+		return errors.New("postgresstore: the URL's path holds an '@': a password holding a '/' ends the host early; write it as %2F in the password")
 	}
 	return nil
 }

@@ -148,10 +148,18 @@ func Password(conn string) string {
 	}
 	rest := conn
 	if _, after, ok := strings.Cut(conn, "://"); ok {
-		if u, err := url.Parse(conn); err == nil && !hasPassword(u) {
-			return "" // it parses, without a password: an '@' is the query's, an addr= node's
-		}
 		rest = after
+		if u, err := url.Parse(conn); err == nil && !hasPassword(u) {
+			// It parses without a password: an '@' is the query's (an
+			// addr= node's), unless one comes before the query — a
+			// password holding a '/', which ended the host early and
+			// put the rest in the path.
+			rest, _, _ = strings.Cut(rest, "?")
+			rest, _, _ = strings.Cut(rest, "#")
+			if !strings.Contains(rest, "@") {
+				return ""
+			}
+		}
 	}
 	at := strings.LastIndex(rest, "@")
 	if at < 0 {

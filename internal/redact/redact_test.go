@@ -233,3 +233,27 @@ func TestLineMasksWhatSitsWhereAPasswordGoes(t *testing.T) {
 		}
 	}
 }
+
+// The attacker's finding at 5879fdb: a password holding a '/' ends a
+// URL's host early, so the URL parses without a password, and the parsers'
+// messages quoted it ("invalid URL path: /s3cretQ@127.0.0.1:19030/0").
+func TestAPasswordHoldingASlashIsMasked(t *testing.T) {
+	for _, conn := range []string{
+		"redis://:/s3cretQ@127.0.0.1:19030/0",
+		"redis://u:1234/s3cretA@127.0.0.1:6379/0",
+		"redis://default:/s3cretR@h:6379/0?dial_timeout=1s",
+		"postgres://u:/s3cretT@127.0.0.1:19023/db",
+	} {
+		_, rest, _ := strings.Cut(conn, "://")
+		msg := fmt.Errorf("redis: invalid URL path: /%s; failed to connect to `user=root database=%s`", rest[strings.Index(rest, "/")+1:], rest[strings.Index(rest, "/")+1:])
+		if got := Err(msg, conn).Error(); strings.Contains(got, "s3cret") {
+			t.Errorf("Err(%q) = %q, which holds a piece of the password", conn, got)
+		}
+		if got := String(conn); strings.Contains(got, "s3cret") {
+			t.Errorf("String(%q) = %q", conn, got)
+		}
+	}
+	if got := Password("redis://h:6379/0?addr=u:p@h2:6379"); got != "" {
+		t.Errorf("Password of a URL whose only '@' is in its query = %q, want none", got)
+	}
+}

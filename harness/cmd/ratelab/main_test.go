@@ -199,6 +199,11 @@ func TestBadUsageIsOneLineAndExit2(t *testing.T) {
 		{[]string{"serve", "-model", "pool", "-store", "redis", "-redis", "redis://" + html + "/0"}, "does not answer in Redis's protocol"},
 		{[]string{"serve", "-model", "pool", "-store", "redis", "-redis", "redis:127.0.0.1:6379"}, "the URL names no server"},
 		{[]string{"serve", "-model", "pool", "-store", "redis", "-redis", "redis://127.0.0.1:1/0?addr=S3cretPW@127.0.0.1:2"}, "an address holds an '@'"},
+		// The attacker's finding at 5879fdb: a password holding a '/' ends
+		// the host early; go-redis quoted the rest as a path, and pgx took
+		// it for a database's name and served, failing open.
+		{[]string{"serve", "-model", "pool", "-store", "redis", "-redis", "redis://:/S3cretQ@127.0.0.1:1/0"}, "invalid URL path: /xxxxx@127.0.0.1:1/0"},
+		{[]string{"serve", "-model", "pool", "-store", "postgres", "-postgres", "postgres://u:/S3cretT@127.0.0.1:1/db"}, "a password holding a '/' ends the host early"},
 		{[]string{"redis", "-svg", filepath.Join(dir, "f.svg"), "-requests", "5"}, "-svg does not read -requests"},
 		{[]string{"boundary", "-svg", filepath.Join(dir, "b.svg"), "-processes=false"}, "-svg and -weight-svg does not read -processes"},
 		{[]string{"db", "-check", "-force"}, "-check does not read -force"},
