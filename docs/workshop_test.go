@@ -17,6 +17,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	fixedfilestore "github.com/ratelab/ratelab/fixed_filestore"
+	"github.com/ratelab/ratelab/internal/weave"
 )
 
 // workshopLine returns the first line of the workshop page matching re.
@@ -179,9 +180,7 @@ func TestTheCheckerCatchesAForgetfulStore(t *testing.T) {
 	text := section(t, "workshop.md", "## 4.")
 	clone, _ := freshClone(t, "..")
 	run := func() (string, int) {
-		build := exec.Command("go", "build", "-trimpath", "-o", "bin/ratelab", "./harness/cmd/ratelab")
-		build.Dir = clone
-		out, err := build.CombinedOutput()
+		out, err := weave.Build(clone, "bin/ratelab").CombinedOutput()
 		require.NoError(t, err, "%s", out)
 		cmd := exec.Command("sh", "-c", check)
 		cmd.Dir = clone

@@ -167,6 +167,9 @@ func (s *Store) CheckServer(ctx context.Context) error {
 	if err == nil && n < 2 {
 		err = s.base.CreateTables(ctx)
 	}
+	if err == nil {
+		err = s.base.CheckWrites(ctx)
+	}
 	var me *mysql.MySQLError
 	switch {
 	case overloaded(err):

@@ -65,6 +65,7 @@ func TestStore(t *testing.T) {
 		WrongPassword: "ratelab:wrong@tcp(" + server.Addr + ")/ratelab",
 		MissingDB:     "ratelab:" + sqlserver.Password + "@tcp(" + server.Addr + ")/nosuchdb",
 		NoTLS:         "ratelab:" + sqlserver.Password + "@tcp(" + server.Addr + ")/ratelab?tls=true", // the private server offers none
+		ReadOnly:      "ratelab:" + sqlserver.Password + "@tcp(" + server.Addr + ")/ratelab?tx_read_only=1",
 		At:            func(addr string) string { return "ratelab:" + sqlserver.Password + "@tcp(" + addr + ")/ratelab" },
 		Refused:       mysqlstore.ErrRefused, SweepSize: mysqlstore.SweepBatch,
 		Hold: func(t testing.TB, dsn, table, k string) func() {

@@ -126,6 +126,9 @@ func (s *Store) CheckServer(ctx context.Context) error {
 			err = s.CreateTables(ctx)
 		}
 	}
+	if err == nil {
+		err = s.base.CheckWrites(ctx)
+	}
 	var pe *pgconn.PgError
 	switch {
 	case overloaded(err):

@@ -60,6 +60,7 @@ func TestStore(t *testing.T) {
 		WrongPassword: "postgres://ratelab:wrong@" + server.Addr + "/ratelab",
 		MissingDB:     "postgres://ratelab:" + sqlserver.Password + "@" + server.Addr + "/nosuchdb",
 		NoTLS:         "postgres://ratelab:" + sqlserver.Password + "@" + server.Addr + "/ratelab?sslmode=require", // the private server offers none
+		ReadOnly:      "postgres://ratelab:" + sqlserver.Password + "@" + server.Addr + "/ratelab?default_transaction_read_only=on",
 		At:            func(addr string) string { return "postgres://ratelab:" + sqlserver.Password + "@" + addr + "/ratelab" },
 		Refused:       postgresstore.ErrRefused, SweepSize: postgresstore.SweepBatch,
 		Hold: func(t testing.TB, dsn, table, k string) func() {

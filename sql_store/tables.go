@@ -44,6 +44,22 @@ func (b *Base) CreateTables(ctx context.Context) error {
 	return nil
 }
 
+// CheckWrites deletes no row of either table — the statements of Clear,
+// of WHERE 1 = 0 — which a server refuses as it would a hit's write when
+// it takes no writes: a read-only server or session (PostgreSQL's
+// default_transaction_read_only, a hot standby; MariaDB's read_only,
+// tx_read_only). Found at start, that is a configuration error; found
+// by every hit, it was an outage the fail policy let through, uncounted
+// (the attacker's finding at 5879fdb).
+func (b *Base) CheckWrites(ctx context.Context) error {
+	for _, q := range []string{b.tables.ClearFixed, b.tables.ClearState} {
+		if _, err := b.tables.exec(ctx, q+" WHERE 1 = 0"); err != nil {
+			return fmt.Errorf("%s: a write to its tables: %w", b.Pkg, err)
+		}
+	}
+	return nil
+}
+
 // Reset forgets the state of key under r: one DELETE, atomic against any
 // hit that runs before or after it, within the timeout.
 func (b *Base) Reset(ctx context.Context, r ratelab.Rule, key string) error {

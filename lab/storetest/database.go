@@ -105,8 +105,8 @@ type Database struct {
 	// DSN); Unreachable names a port nobody listens on; WrongPassword and
 	// MissingDB the server with a bad password and a database that does
 	// not exist; NoTLS the server with TLS required, which it does not
-	// offer.
-	DSN, Addr, Unreachable, WrongPassword, MissingDB, NoTLS string
+	// offer; ReadOnly the server with sessions that take no writes.
+	DSN, Addr, Unreachable, WrongPassword, MissingDB, NoTLS, ReadOnly string
 	// At returns a DSN of DSN's user and database at another address.
 	At        func(addr string) string
 	Refused   error // the package's ErrRefused
@@ -295,6 +295,18 @@ func refused(t *testing.T, d Database) {
 			assert.Equal(t, !tc.refused, dec.Allowed, "%s, fail-%v: a hit is let through only for an outage", tc.name, p)
 		}
 	}
+	// The attacker's finding at 5879fdb: a server that takes no writes,
+	// its tables there already, started serve, and every hit failed open.
+	o := Options{Prefix: fmt.Sprintf("t%d_", prefixes.Add(1)), Timeout: 5 * time.Second}
+	require.NoError(t, d.Connect(t, d.DSN, 5*time.Second)(o).CheckServer(context.Background()))
+	err := d.Connect(t, d.ReadOnly, 5*time.Second)(o).CheckServer(context.Background())
+	assert.ErrorIs(t, err, d.Refused, "a server that takes no writes, the tables there: refused at start")
+	// One that turns read-only while hits come (a failover under way) is
+	// an outage to them, which the policy decides.
+	o.Policy = ratelab.FailOpen
+	dec, herr := d.Connect(t, d.ReadOnly, 5*time.Second)(o).TakeAt(context.Background(), Original, Key, T0)
+	assert.True(t, herr == nil && dec.Allowed && errors.Is(dec.Cause, ratelab.ErrUnavailable) && !errors.Is(dec.Cause, d.Refused),
+		"a hit on a read-only server under fail-open: %+v, %v", dec, herr)
 }
 
 // roundTrips checks that a hit of every algorithm takes at most the round
