@@ -76,18 +76,23 @@ cross:
 # open the whole repository (internal/sources) — and every variable it
 # read are as they were: go clean -testcache forgets them.
 #
-# ./docs first: it pastes the course twice, the longest package by far,
-# and runs beside the others from the start. (Four test binaries at once
+# The longest packages first (LONG), the longest of all, ./docs, which
+# pastes the course twice, beside the others from the start: go test
+# starts the packages in the order it is given them, two at a time, and
+# a long one started last ran alone at the end — redis_store, which
+# mostly waits on its failovers, for the last 50 s of a 448 s run, the
+# machine idle (2026-12-07, warm build cache). (Four test binaries at once
 # instead of two made the cold run longer: 660 s against 636 s, the docs
 # package 525 s against 378 s, on the same quiet machine.)
+LONG := ./docs ./harness/cmd/ratelab ./database_lock ./beyond_one_host ./redis_store ./http_host ./mysql_store ./postgres_store
 #
 # GORACE atexit_sleep_ms=0: a race-built binary sleeps a second as it
 # exits, to catch a goroutine's race in that second; every test binary
 # would, and every child process it starts (internal/childproc sets the
 # same for those).
 #
-# The command is built first, without -race, as the tests that run it
-# build it (weave.BuildBinaries): the docs, http_host, beyond_one_host
+# The command is built first, without -race and without cgo, as the
+# tests that run it build it (weave.Build): the docs, http_host, beyond_one_host
 # and database_lock each start a go build of it, and go's cache holds a
 # package only once it is compiled, so two such builds at once on an
 # empty cache can compile the same package twice (a cold build of the
@@ -95,9 +100,12 @@ cross:
 # 643 s cold with it (6933715), 659 s without (83b73ba) — within a run's
 # noise.
 test-race:
-	$(GO) build -o /dev/null ./harness/cmd/ratelab
-	GORACE="$$GORACE atexit_sleep_ms=0" $(GO) test -race -vet=off -timeout 60m ./docs $(PKGS)
+	CGO_ENABLED=0 $(GO) build -o /dev/null ./harness/cmd/ratelab
+	GORACE="$$GORACE atexit_sleep_ms=0" $(GO) test -race -vet=off -timeout 60m $(LONG) $(PKGS)
 
+# CGO_ENABLED=0, as weave.Build: a static binary starts faster, and
+# starting it is what CGI does for every request (its doc has the figures).
+#
 # -trimpath keeps the checkout's path out of the binary, and so out of the
 # build cache's keys: a second clone (the docs tests make two) builds from
 # the cache in seconds instead of compiling every package again.
@@ -109,7 +117,7 @@ test-race:
 # use the binary their parent has just built.
 ifeq ($(RATELAB_BUILT),)
 bin/ratelab:
-	$(GO) build -trimpath -o $@ ./harness/cmd/ratelab
+	CGO_ENABLED=0 $(GO) build -trimpath -o $@ ./harness/cmd/ratelab
 else
 bin/ratelab: ;
 endif

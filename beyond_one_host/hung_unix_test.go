@@ -21,9 +21,14 @@ func TestAHungRedisIsDecidedByThePolicyAtOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("hangs a private Redis under a pool and CGI; skipped with -short")
 	}
+	// Beside the package's other flood (TestLoadIsNotAnOutage), which
+	// keeps the processors busy while this one mostly waits for a hung
+	// server's timeouts: each on servers of its own.
+	t.Parallel()
 	exe := flood.Binary(t)
 	for _, model := range []harness.Model{harness.Pool, harness.CGI} {
 		t.Run(string(model), func(t *testing.T) {
+			t.Parallel() // a Redis of its own each
 			srv := redisserver.ForTest(t)
 			flood.Hung(t, harness.App{Store: beyondonehost.Redis, Server: srv.URL()}, model, 4, exe, srv.Pause)
 		})

@@ -144,6 +144,8 @@ func TestLoadIsNotAnOutage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("floods a pool and CGI with requests; skipped with -short")
 	}
+	// Beside the package's hung-server test, which mostly waits.
+	t.Parallel()
 	srv := redisserver.ForTest(t)
 	exe := flood.Binary(t)
 	for i, m := range []harness.Model{harness.Pool, harness.CGI} {

@@ -24,11 +24,16 @@ func TestAHungDatabaseIsDecidedByThePolicyAtOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("hangs private database servers under a pool and CGI; skipped with -short")
 	}
+	// Beside the package's other flood (TestLoadIsNotAnOutage), which
+	// keeps the processors busy while this one mostly waits for a hung
+	// server's timeouts: each on servers of its own.
+	t.Parallel()
 	servers := map[harness.StoreKind]func(sqlserver.TB) *sqlserver.Server{
 		databaselock.MySQL: sqlserver.MariaDBForTest, databaselock.Postgres: sqlserver.PostgresForTest}
 	exe := flood.Binary(t)
 	for _, kind := range []harness.StoreKind{databaselock.MySQL, databaselock.Postgres} {
 		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel() // a server of its own each
 			srv := servers[kind](t)
 			for _, model := range []harness.Model{harness.Pool, harness.CGI} {
 				t.Run(string(model), func(t *testing.T) {

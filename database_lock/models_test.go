@@ -37,6 +37,8 @@ func TestLoadIsNotAnOutage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("floods a pool and CGI with requests on private database servers; skipped with -short")
 	}
+	// Beside the package's hung-server test, which mostly waits.
+	t.Parallel()
 	servers := map[harness.StoreKind]func(sqlserver.TB) *sqlserver.Server{
 		databaselock.MySQL: sqlserver.MariaDBForTest, databaselock.Postgres: sqlserver.PostgresForTest}
 	exe := flood.Binary(t)

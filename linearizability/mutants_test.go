@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ratelab/ratelab/internal/weave"
 	"github.com/ratelab/ratelab/lab/redisserver"
 	"github.com/ratelab/ratelab/lab/sqlserver"
 )
@@ -217,9 +218,7 @@ func copyRepo(t *testing.T, root string) string {
 func build(t *testing.T, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "bin", "ratelab")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./harness/cmd/ratelab")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := weave.Build(dir, bin).CombinedOutput(); err != nil {
 		t.Fatalf("go build in the copy: %v\n%s", err, out)
 	}
 	return bin

@@ -6,7 +6,6 @@ package flood
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -47,6 +46,8 @@ const (
 // its result for the next run.
 func Binary(t *testing.T) string {
 	t.Helper()
+	binaryMu.Lock()
+	defer binaryMu.Unlock()
 	gomod, err := exec.Command("go", "env", "GOMOD").Output()
 	require.NoError(t, err)
 	root := filepath.Dir(strings.TrimSpace(string(gomod)))
@@ -57,9 +58,17 @@ func Binary(t *testing.T) string {
 	return exe
 }
 
+// binaryMu makes the tests of one process that call Binary at once (two
+// parallel floods) build and replace the command one after the other:
+// the second finds the bytes in place and writes nothing. Two writers
+// shared one temporary name, and one renamed the file while the other
+// still wrote it — "text file busy" when a flood ran it.
+var binaryMu sync.Mutex
+
 // replaceIfChanged moves the file from to the path to unless to holds the
 // same bytes already; another process may be doing the same at once (the
-// packages' tests run side by side), so the move is a rename, whole.
+// packages' tests run side by side), so the move is a rename, whole, of
+// a file of a name of its own, written and closed before it.
 func replaceIfChanged(from, to string) error {
 	want, err := os.ReadFile(from)
 	if err != nil {
@@ -71,11 +80,24 @@ func replaceIfChanged(from, to string) error {
 	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
 		return err
 	}
-	tmp := fmt.Sprintf("%s.%d", to, os.Getpid())
-	if err := os.WriteFile(tmp, want, 0o755); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(to), filepath.Base(to)+".*")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, to)
+	_, err = f.Write(want)
+	if err == nil {
+		err = f.Chmod(0o755)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), to)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
 
 // Check floods a, served under model by workers processes of exe, and
