@@ -141,6 +141,24 @@ func TestCheckWritesFindsAServerThatRefusesThem(t *testing.T) {
 	}
 }
 
+// The attacker's finding at 5879fdb: a Redis that filled up while serve
+// ran (maxmemory under noeviction) refused every new client's key, and
+// fail-open let each of them through. Full is load: the hit is refused
+// as busy under fail-open; fail-local decides it in the process.
+func TestAFullRedisIsLoad(t *testing.T) {
+	srv := redisserver.ForTest(t, "--maxmemory-policy", "noeviction")
+	raw, rc := storeAt(t, srv.URL())
+	require.NoError(t, rc.ConfigSet(context.Background(), "maxmemory", "1").Err()) // full at once
+	s := storetest.WithPolicy(raw, ratelab.FailOpen, slog.New(slog.DiscardHandler))
+	d, err := s.TakeAt(context.Background(), storetest.Original, storetest.Key, storetest.T0)
+	assert.ErrorIs(t, err, ratelab.ErrBusy)
+	assert.False(t, d.Allowed, "a hit on a full Redis under fail-open")
+	local := storetest.WithPolicy(raw, ratelab.FailLocal, slog.New(slog.DiscardHandler))
+	d, err = local.TakeAt(context.Background(), storetest.Original, storetest.Key, storetest.T0)
+	assert.NoError(t, err)
+	assert.True(t, d.Allowed && d.Source == ratelab.Local, "fail-local decides it in the process: %+v", d)
+}
+
 // The attacker's finding: a Redis that began refusing the password while
 // serve ran (CONFIG SET requirepass, then CLIENT KILL) failed the breaker
 // watcher's pings with WRONGPASS, the breaker opened once no hit had been

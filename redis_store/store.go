@@ -162,7 +162,9 @@ func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.D
 // it; r and now are trusted, as the ratelab.Store contract says. The round
 // trip ends at Options.Timeout or when ctx ends, whichever is first. When
 // Redis cannot answer in time the error wraps ratelab.ErrUnavailable,
-// which ratelab.WithFailPolicy decides by a policy. A state of another
+// which ratelab.WithFailPolicy decides by a policy; a Redis out of memory
+// refuses the write, and that wraps ratelab.ErrBusy: load, refused under
+// fail-open too. A state of another
 // rule with the same name (ratelab.ErrRuleConflict, the state left as it
 // was), settings Redis refused (ErrRefused) and a server that is not
 // Redis (ErrNotRedis) are errors under every policy.
@@ -191,6 +193,13 @@ func (s *Store) takeAt(ctx context.Context, r ratelab.Rule, key string, now, wal
 		return ratelab.Decision{}, fmt.Errorf("%w: %w", ErrNotRedis, err)
 	case isUnconfirmed(err):
 		return ratelab.Decision{}, unconfirmedHit(rkey, d, err)
+	case reply(err, "OOM"):
+		// Full, under noeviction: every new key is refused, and each
+		// client's first hit makes one, so clients that send from many
+		// addresses fill it. That is load, not an outage: refused under
+		// fail-open too (the attacker's finding at 5879fdb: every new
+		// client was let through once Redis had filled).
+		return ratelab.Decision{}, fmt.Errorf("redisstore: %s: %w: %w", rkey, ratelab.ErrBusy, err)
 	}
 	return ratelab.Decision{}, fmt.Errorf("redisstore: %s: %w: %w", rkey, ratelab.ErrUnavailable, lost(err))
 }
