@@ -232,9 +232,9 @@ func (s *Store) Clear(ctx context.Context) error { return s.base.Clear(ctx) }
 // net/url (and so ratelab's masking) from the last, and what lies
 // between — the password's tail — was printed as a host nobody could
 // resolve, in serve's logs (the attacker's finding). Nor may an '@' come
-// after the authority: a password holding a '/' ends the host early, and
-// pgx took the rest for the database's name, which its messages quote
-// (the attacker's finding at 5879fdb).
+// after the authority: a password holding a '/', '?' or '#' ends the host
+// early, and pgx took the rest for the database's name, which its
+// messages quote (the attacker's findings at 5879fdb and 657a847).
 func checkUserinfo(url string) error {
 	_, rest, ok := strings.Cut(url, "://")
 	if !ok {
@@ -247,8 +247,8 @@ func checkUserinfo(url string) error {
 	if strings.Count(rest, "@") > 1 {
 		return errors.New("postgresstore: the URL's user information holds an '@': write it as %40 in the password")
 	}
-	if path, _, _ = strings.Cut(path, "?"); strings.Contains(path, "@") {
-		return errors.New("postgresstore: the URL's path holds an '@': a password holding a '/' ends the host early; write it as %2F in the password")
+	if strings.Contains(path, "@") {
+		return errors.New("postgresstore: the URL holds an '@' after its host: a password holding '/', '?' or '#' ends the host early; write them as %2F, %3F and %23 (and an '@' anywhere as %40)")
 	}
 	return nil
 }

@@ -22,7 +22,12 @@ import (
 // anything else — a new window, a count that saturates or that INCR made
 // from nothing, a conflict, a state no rule wrote — takes the slower path
 // after it. {-1, reset_at}: another rule's window; {1, reset_at, cause}:
-// the state was replaced by a fresh window.
+// the state was replaced by a fresh window. An INCR the server refused
+// for any reason but the count's own (out of memory, a read-only
+// replica) is the script's error: the slower path took the live window's
+// count for this hit's, and a full Redis answered every hit of a client
+// seen before "allowed, 2 left" without counting it (the attacker's
+// finding at 657a847).
 var fixedWindow = newScript(`
 local rpcall, limit = redis.pcall, ARGV[3]
 local t = ARGV[1] + 0 -- a string to a number, as tonumber but without its call
@@ -37,6 +42,9 @@ if r and r > t and r <= live and rs:find('^[1-9]%d*$') then
   end
   c = rpcall('INCR', KEYS[1])
   if type(c) == 'number' and c > 1 and c <= 1099511627776 then return {c, r} end
+  if type(c) == 'table' and not (c.err:find('^WRONGTYPE') or c.err:find('^ERR value is not an integer') or c.err:find('^ERR increment')) then
+    return c -- not counted: a server that takes no write (OOM, READONLY) errs, as redis.call would
+  end
 end
 ` + fixedSlowLua)
 

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -157,6 +158,39 @@ func TestAFullRedisIsLoad(t *testing.T) {
 	d, err = local.TakeAt(context.Background(), storetest.Original, storetest.Key, storetest.T0)
 	assert.NoError(t, err)
 	assert.True(t, d.Allowed && d.Source == ratelab.Local, "fail-local decides it in the process: %+v", d)
+}
+
+// The attacker's finding at 657a847: a client seen before the Redis
+// filled up was told "allowed, 2 left" by every hit, counted by none —
+// the fixed window's INCR on its live count was refused, and the script
+// took the count for the hit's. Each of its hits is now refused as load,
+// and on a read-only replica an outage; none is a shared decision.
+func TestAFullOrReadOnlyRedisCountsNoHitOfALiveWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		stop func(rc redis.UniversalClient) error // the server's writes
+		want error
+	}{
+		{"full", func(rc redis.UniversalClient) error { return rc.ConfigSet(context.Background(), "maxmemory", "1").Err() }, ratelab.ErrBusy},
+		{"read-only replica", func(rc redis.UniversalClient) error {
+			return rc.Do(context.Background(), "REPLICAOF", "127.0.0.1", "1").Err() // a primary nobody runs: the data stays
+		}, ratelab.ErrUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redisserver.ForTest(t, "--maxmemory-policy", "noeviction")
+			raw, rc := storeAt(t, srv.URL())
+			ctx := context.Background()
+			d, err := raw.TakeAt(ctx, storetest.Original, storetest.Key, storetest.T0)
+			require.NoError(t, err)
+			require.True(t, d.Allowed, "the first hit, counted")
+			require.NoError(t, tc.stop(rc))
+			for i := range 3 {
+				d, err = raw.TakeAt(ctx, storetest.Original, storetest.Key, storetest.T0.Add(time.Duration(i+1)*time.Second))
+				assert.ErrorIs(t, err, tc.want, "hit %d: %+v", i+2, d)
+				assert.False(t, d.Allowed, "hit %d", i+2)
+			}
+		})
+	}
 }
 
 // The attacker's finding: a Redis that began refusing the password while

@@ -203,7 +203,9 @@ func TestBadUsageIsOneLineAndExit2(t *testing.T) {
 		// the host early; go-redis quoted the rest as a path, and pgx took
 		// it for a database's name and served, failing open.
 		{[]string{"serve", "-model", "pool", "-store", "redis", "-redis", "redis://:/S3cretQ@127.0.0.1:1/0"}, "invalid URL path: /xxxxx@127.0.0.1:1/0"},
-		{[]string{"serve", "-model", "pool", "-store", "postgres", "-postgres", "postgres://u:/S3cretT@127.0.0.1:1/db"}, "a password holding a '/' ends the host early"},
+		{[]string{"serve", "-model", "pool", "-store", "postgres", "-postgres", "postgres://u:/S3cretT@127.0.0.1:1/db"}, "a password holding '/', '?' or '#' ends the host early"},
+		{[]string{"serve", "-model", "pool", "-store", "postgres", "-postgres", "postgres://u:1234?S3cretT@127.0.0.1:1/db"}, "write them as %2F, %3F and %23"},
+		{[]string{"serve", "-model", "pool", "-store", "postgres", "-postgres", "postgres://u:hun#S3cretT@127.0.0.1:1/db"}, "write them as %2F, %3F and %23"},
 		{[]string{"redis", "-svg", filepath.Join(dir, "f.svg"), "-requests", "5"}, "-svg does not read -requests"},
 		{[]string{"boundary", "-svg", filepath.Join(dir, "b.svg"), "-processes=false"}, "-svg and -weight-svg does not read -processes"},
 		{[]string{"db", "-check", "-force"}, "-check does not read -force"},
