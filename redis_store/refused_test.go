@@ -171,7 +171,9 @@ func TestAFullOrReadOnlyRedisCountsNoHitOfALiveWindow(t *testing.T) {
 		stop func(rc redis.UniversalClient) error // the server's writes
 		want error
 	}{
-		{"full", func(rc redis.UniversalClient) error { return rc.ConfigSet(context.Background(), "maxmemory", "1").Err() }, ratelab.ErrBusy},
+		{"full", func(rc redis.UniversalClient) error {
+			return rc.ConfigSet(context.Background(), "maxmemory", "1").Err()
+		}, ratelab.ErrBusy},
 		{"read-only replica", func(rc redis.UniversalClient) error {
 			return rc.Do(context.Background(), "REPLICAOF", "127.0.0.1", "1").Err() // a primary nobody runs: the data stays
 		}, ratelab.ErrUnavailable},
