@@ -107,6 +107,7 @@ type Host struct {
 	pool    *pool        // the long-lived workers, nil for cgi
 	served  atomic.Int64 // requests the front passed to a pool worker
 	failed  atomic.Int64 // of those, the ones whose answer the front did not get (502)
+	gone    gone         // of those, the ones whose client went away first
 	tally   Tally        // what the workers reported, after Close
 	proxyTr *http.Transport
 	client  httplimit.Client // tells the front who a request's client is
