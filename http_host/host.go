@@ -16,9 +16,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/httplimit"
 	"github.com/ratelab/ratelab/internal/childproc"
+	"github.com/ratelab/ratelab/internal/logevery"
 	"github.com/ratelab/ratelab/internal/syncbuf"
 )
 
@@ -104,11 +106,11 @@ type Host struct {
 	URL     string // the limited endpoint
 	cfg     Config
 	srv     *http.Server
-	pool    *pool        // the long-lived workers, nil for cgi
-	served  atomic.Int64 // requests the front passed to a pool worker
-	failed  atomic.Int64 // of those, the ones whose answer the front did not get (502)
-	gone    gone         // of those, the ones whose client went away first
-	tally   Tally        // what the workers reported, after Close
+	pool    *pool         // the long-lived workers, nil for cgi
+	served  atomic.Int64  // requests the front passed to a pool worker
+	failed  atomic.Int64  // of those, the ones whose answer the front did not get (502)
+	gone    *logevery.Log // says the requests whose client went away first
+	tally   Tally         // what the workers reported, after Close
 	proxyTr *http.Transport
 	client  httplimit.Client // tells the front who a request's client is
 	cgiErrs *syncbuf.Buffer
@@ -132,7 +134,7 @@ func Start(cfg Config) (*Host, error) {
 			return nil, fmt.Errorf("httphost: listen: %w", err)
 		}
 	}
-	h := &Host{cfg: cfg, client: client}
+	h := &Host{cfg: cfg, client: client, gone: logevery.New(workerLogger(cfg.Stderr), ratelab.LogEvery)}
 	if h.unwatch, err = h.watchStore(); err != nil {
 		ln.Close()
 		return nil, err

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httputil"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/ratelab/ratelab"
 )
 
 // The front of the long-lived models keeps its workers alive. Each worker
@@ -205,13 +203,16 @@ func (h *Host) roundRobin() http.Handler {
 func (h *Host) proxyError(rw http.ResponseWriter, r *http.Request, err error) {
 	w := r.Context().Value(pickedKey{}).(*worker)
 	h.failed.Add(1)
-	if r.Context().Err() != nil { // the client went away: no worker's failure
-		h.gone.note(time.Now(), h.cfg.Stderr, w.pid(), err)
+	if r.Context().Err() != nil {
+		// The client went away: no worker's failure, and a client that
+		// sends and resets connections wrote one line per request, as
+		// fast as it liked (the attacker's finding at 657a847).
+		h.gone.At(time.Now(), slog.LevelInfo, "front: a client went away before its answer", "pid", w.pid(), "err", err)
 		rw.WriteHeader(http.StatusBadGateway)
 		return
 	}
 	fmt.Fprintf(h.cfg.Stderr, "front: worker pid %d: %v\n", w.pid(), err)
-	if isTimeout(err) && r.Context().Err() == nil && !w.exited.Load() && w.hung.CompareAndSwap(false, true) {
+	if isTimeout(err) && !w.exited.Load() && w.hung.CompareAndSwap(false, true) {
 		fmt.Fprintf(h.cfg.Stderr, "front: worker pid %d gave no answer within %v: killed\n", w.pid(), h.cfg.Timeouts.Worker)
 		w.proc.Cmd.Process.Kill()
 	}
@@ -223,27 +224,4 @@ func (h *Host) proxyError(rw http.ResponseWriter, r *http.Request, err error) {
 func isTimeout(err error) bool {
 	var t interface{ Timeout() bool }
 	return errors.As(err, &t) && t.Timeout()
-}
-
-// gone counts the requests whose clients went away before their answers
-// and says so at most once a ratelab.LogEvery: a client that sends and
-// resets connections wrote one line per request, as fast as it liked
-// (the attacker's finding at 657a847).
-type gone struct {
-	mu   sync.Mutex
-	n    int64     // held back since the last line
-	last time.Time // of the last line
-}
-
-// note counts one such request, at now, and writes a line if none was
-// written in the last LogEvery, with how many it held back.
-func (g *gone) note(now time.Time, w io.Writer, pid int, err error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.last.IsZero() && now.Sub(g.last) < ratelab.LogEvery {
-		g.n++
-		return
-	}
-	fmt.Fprintf(w, "front: worker pid %d: %v (its client went away; %d more such since the last line)\n", pid, err, g.n)
-	g.n, g.last = 0, now
 }

@@ -22,27 +22,23 @@ var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, sys
 // wrote the answers to its pipelined requests stopped the server (the
 // attacker's finding at 5879fdb). Its stop releases the signals.
 func stopContext() (context.Context, context.CancelFunc) {
-	ctx, stop := signal.NotifyContext(context.Background(), stopSignals[:len(stopSignals)-1]...)
-	ctx, cancel := context.WithCancel(ctx)
-	pipes := make(chan os.Signal, 1)
-	signal.Notify(pipes, syscall.SIGPIPE)
-	done := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, stopSignals...)
 	go func() {
 		for {
 			select {
-			case <-pipes:
-				if outputGone() {
+			case s := <-sigs:
+				if s != syscall.SIGPIPE || outputGone() {
 					cancel()
 				}
-			case <-done:
+			case <-ctx.Done():
 				return
 			}
 		}
 	}()
 	return ctx, func() {
-		signal.Stop(pipes)
-		close(done)
+		signal.Stop(sigs)
 		cancel()
-		stop()
 	}
 }
