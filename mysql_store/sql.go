@@ -129,6 +129,8 @@ func tables(prefix string) sqlstore.Tables {
 		SweepState: r.Replace(`DELETE FROM {state} WHERE expires_at <= ? LIMIT ?`),
 		ClearFixed: r.Replace(`DELETE FROM {fixed}`),
 		ClearState: r.Replace(`DELETE FROM {state}`),
+		ProbeFixed: r.Replace(`DELETE FROM {fixed} WHERE 1 = 0`),
+		ProbeState: r.Replace(`DELETE FROM {state} WHERE 1 = 0`),
 	}
 }
 

@@ -25,6 +25,9 @@ type Tables struct {
 	SweepFixed, SweepState string
 	// ClearFixed and ClearState delete every row.
 	ClearFixed, ClearState string
+	// ProbeFixed and ProbeState are writes that change no row (a DELETE
+	// … WHERE 1 = 0): CheckWrites runs them.
+	ProbeFixed, ProbeState string
 	exec                   Exec
 }
 
@@ -44,16 +47,16 @@ func (b *Base) CreateTables(ctx context.Context) error {
 	return nil
 }
 
-// CheckWrites deletes no row of either table — the statements of Clear,
-// of WHERE 1 = 0 — which a server refuses as it would a hit's write when
-// it takes no writes: a read-only server or session (PostgreSQL's
+// CheckWrites runs the two probes, writes that change no row, which a
+// server refuses as it would a hit's write when it takes no writes: a
+// read-only server or session (PostgreSQL's
 // default_transaction_read_only, a hot standby; MariaDB's read_only,
 // tx_read_only). Found at start, that is a configuration error; found
 // by every hit, it was an outage the fail policy let through, uncounted
 // (the attacker's finding at 5879fdb).
 func (b *Base) CheckWrites(ctx context.Context) error {
-	for _, q := range []string{b.tables.ClearFixed, b.tables.ClearState} {
-		if _, err := b.tables.exec(ctx, q+" WHERE 1 = 0"); err != nil {
+	for _, q := range []string{b.tables.ProbeFixed, b.tables.ProbeState} {
+		if _, err := b.tables.exec(ctx, q); err != nil {
 			return fmt.Errorf("%s: a write to its tables: %w", b.Pkg, err)
 		}
 	}
