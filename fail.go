@@ -21,7 +21,8 @@ var ErrUnavailable = errors.New("ratelab: rate-limit state unavailable")
 // statement or a lock wait out of time, a statement that reached it past
 // the hit's deadline — or the hit's time ran out while it waited, for
 // whatever it was waiting on; a state file's lock was not free within the
-// file store's lock wait. A client cannot tell a store too busy to answer
+// file store's lock wait, or the process had no file descriptor left to
+// open it. A client cannot tell a store too busy to answer
 // from one whose server or lock holder hangs, and sending fast makes the
 // first: that is load, not an outage, and WithFailPolicy refuses such a
 // hit under FailOpen as under FailClosed, so that no client opens the door

@@ -62,7 +62,8 @@ func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.D
 // which ratelab.WithFailPolicy decides by a policy. The lock wait ends at
 // Options.LockWait or when ctx ends, whichever is first; a lock not free
 // within LockWait is load, not an outage: the error wraps ratelab.ErrBusy
-// (and ErrLockTimeout). A state of another rule with the same name is an
+// (and ErrLockTimeout); so is a process out of file descriptors (EMFILE,
+// ENFILE), which clients that hold connections open can make. A state of another rule with the same name is an
 // error wrapping ratelab.ErrRuleConflict, the file left as it was; a lock
 // wait that ctx ended returns ctx's error.
 func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
@@ -74,7 +75,7 @@ func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time
 	case errors.Is(err, ratelab.ErrRuleConflict), errors.Is(err, ratelab.ErrUncheckedRule),
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return ratelab.Decision{}, fmt.Errorf("fixedfilestore: %s: %w", s.pathOf(name), err)
-	case errors.Is(err, ErrLockTimeout):
+	case errors.Is(err, ErrLockTimeout), outOfDescriptors(err):
 		return ratelab.Decision{}, fmt.Errorf("fixedfilestore: %s: %w: %w", s.pathOf(name), ratelab.ErrBusy, err)
 	}
 	return ratelab.Decision{}, fmt.Errorf("fixedfilestore: %s: %w: %w", s.pathOf(name), ratelab.ErrUnavailable, err)
