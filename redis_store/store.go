@@ -164,7 +164,7 @@ func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.D
 // Redis cannot answer in time the error wraps ratelab.ErrUnavailable,
 // which ratelab.WithFailPolicy decides by a policy; a Redis out of memory
 // refuses the write, and that wraps ratelab.ErrBusy: load, refused under
-// fail-open too. A state of another
+// fail-open too, as is a process out of file descriptors to dial with. A state of another
 // rule with the same name (ratelab.ErrRuleConflict, the state left as it
 // was), settings Redis refused (ErrRefused) and a server that is not
 // Redis (ErrNotRedis) are errors under every policy.
@@ -193,12 +193,13 @@ func (s *Store) takeAt(ctx context.Context, r ratelab.Rule, key string, now, wal
 		return ratelab.Decision{}, fmt.Errorf("%w: %w", ErrNotRedis, err)
 	case isUnconfirmed(err):
 		return ratelab.Decision{}, unconfirmedHit(rkey, d, err)
-	case reply(err, "OOM"):
+	case reply(err, "OOM"), outOfDescriptors(err):
 		// Full, under noeviction: every new key is refused, and each
 		// client's first hit makes one, so clients that send from many
 		// addresses fill it. That is load, not an outage: refused under
 		// fail-open too (the attacker's finding at 5879fdb: every new
-		// client was let through once Redis had filled).
+		// client was let through once Redis had filled). So is this
+		// process out of descriptors for a connection.
 		return ratelab.Decision{}, fmt.Errorf("redisstore: %s: %w: %w", rkey, ratelab.ErrBusy, err)
 	}
 	return ratelab.Decision{}, fmt.Errorf("redisstore: %s: %w: %w", rkey, ratelab.ErrUnavailable, lost(err))

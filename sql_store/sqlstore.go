@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"regexp"
+	"syscall"
 	"time"
 
 	"github.com/ratelab/ratelab"
@@ -246,9 +247,12 @@ func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.
 // busy reports whether err says the server could not take the hit in
 // time: no free connection, a statement or a lock wait out of time, a
 // statement past the deadline, a hit that waited for one of its process's
-// connections, or ran out of time waiting for anything else.
+// connections, or ran out of time waiting for anything else — or that
+// this process could not dial it, out of file descriptors (EMFILE,
+// ENFILE), as clients that hold its connections open can make it.
 func (b *Base) busy(err error) bool {
-	return errors.Is(err, ErrLate) || errors.Is(err, ErrUnanswered) || b.Overloaded != nil && b.Overloaded(err) || b.OutOfTime != nil && b.OutOfTime(err)
+	return errors.Is(err, ErrLate) || errors.Is(err, ErrUnanswered) || b.Overloaded != nil && b.Overloaded(err) || b.OutOfTime != nil && b.OutOfTime(err) ||
+		errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }
 
 // Expiry is when a state can be swept: once the key is back to its full
