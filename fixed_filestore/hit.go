@@ -62,10 +62,11 @@ func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.D
 // which ratelab.WithFailPolicy decides by a policy. The lock wait ends at
 // Options.LockWait or when ctx ends, whichever is first; a lock not free
 // within LockWait is load, not an outage: the error wraps ratelab.ErrBusy
-// (and ErrLockTimeout); so is a process out of file descriptors (EMFILE,
-// ENFILE), which clients that hold connections open can make. A state of another rule with the same name is an
-// error wrapping ratelab.ErrRuleConflict, the file left as it was; a lock
-// wait that ctx ended returns ctx's error.
+// (and ErrLockTimeout); so does a process out of file descriptors
+// (EMFILE, ENFILE), which clients that hold connections open can make. A
+// state of another rule with the same name is an error wrapping
+// ratelab.ErrRuleConflict, the file left as it was; a lock wait that ctx
+// ended returns ctx's error.
 func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
 	name := fileName(r, key)
 	d, err := s.hit(ctx, name, r, now)

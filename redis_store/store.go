@@ -164,10 +164,10 @@ func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.D
 // Redis cannot answer in time the error wraps ratelab.ErrUnavailable,
 // which ratelab.WithFailPolicy decides by a policy; a Redis out of memory
 // refuses the write, and that wraps ratelab.ErrBusy: load, refused under
-// fail-open too, as is a process out of file descriptors to dial with. A state of another
-// rule with the same name (ratelab.ErrRuleConflict, the state left as it
-// was), settings Redis refused (ErrRefused) and a server that is not
-// Redis (ErrNotRedis) are errors under every policy.
+// fail-open too, as is a process out of file descriptors to dial with. A
+// state of another rule with the same name (ratelab.ErrRuleConflict, the
+// state left as it was), settings Redis refused (ErrRefused) and a server
+// that is not Redis (ErrNotRedis) are errors under every policy.
 func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
 	return s.takeAt(ctx, r, key, now, time.Now())
 }

@@ -251,7 +251,8 @@ func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.
 // this process could not dial it, out of file descriptors (EMFILE,
 // ENFILE), as clients that hold its connections open can make it.
 func (b *Base) busy(err error) bool {
-	return errors.Is(err, ErrLate) || errors.Is(err, ErrUnanswered) || b.Overloaded != nil && b.Overloaded(err) || b.OutOfTime != nil && b.OutOfTime(err) ||
+	return errors.Is(err, ErrLate) || errors.Is(err, ErrUnanswered) ||
+		b.Overloaded != nil && b.Overloaded(err) || b.OutOfTime != nil && b.OutOfTime(err) ||
 		errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }
 
