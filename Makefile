@@ -129,7 +129,7 @@ demo: demo-broken demo-fixed demo-fail demo-race demo-check demo-boundary
 	@if bin/ratelab db -check >/dev/null 2>&1; then $(MAKE) --no-print-directory RATELAB_BUILT=1 demo-db; \
 	else echo "== demo-db skipped: $$(bin/ratelab db -check 2>&1)"; fi
 
-## demo-broken: the in-memory store under single, pool and cgi — 429 only in single
+## demo-broken: the in-memory store under single, pool and cgi — 429 from #31 in single, from #121 in a pool of 4, never under cgi
 demo-broken: bin/ratelab
 	@echo "== demo-broken: the in-memory limiter under three execution models"
 	@bin/ratelab demo -store memory $(DEMO_FLAGS)

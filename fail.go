@@ -133,7 +133,7 @@ func (f *failSafe) TakeAt(ctx context.Context, r Rule, key string, now time.Time
 	var decided interface{ Decided() Decision }
 	switch {
 	case f.policy != FailLocal && errors.Is(err, ErrBusy):
-		f.log.At(now, slog.LevelError, "ratelab: hit refused: not taken in time (load is not an outage)", "rule", r.Name, "err", err)
+		f.log.At(now, slog.LevelError, "ratelab: hit refused: the store is busy (load is not an outage)", "rule", r.Name, "err", err)
 		return Decision{}, err
 	case f.policy == FailClosed:
 		f.log.At(now, slog.LevelError, "ratelab: hit refused (fail-closed)", "rule", r.Name, "err", err)

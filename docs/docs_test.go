@@ -266,16 +266,17 @@ func TestAReaderPastesEveryCommand(t *testing.T) {
 	})
 }
 
-// setPath is how the README gets ratelab on a reader's PATH.
-const setPath = `export PATH="$PWD/bin:$PATH"`
+// setUp is how the README has a reader build ratelab and put it on PATH,
+// once, before the first command.
+const setUp = "```sh\nmake bin/ratelab\nexport PATH=\"$PWD/bin:$PATH\"\n```\n"
 
-// tellsPath fails t unless page tells the reader how to get ratelab on
-// PATH.
+// tellsPath fails t unless page tells the reader, in setUp's block, how
+// to build ratelab and get it on PATH.
 func tellsPath(t *testing.T, root, page string) {
 	t.Helper()
 	readme, err := os.ReadFile(filepath.Join(root, page))
 	require.NoError(t, err)
-	require.Contains(t, string(readme), setPath, "%s tells the reader how to get ratelab on PATH", page)
+	require.Contains(t, string(readme), setUp, "%s tells the reader how to build ratelab and get it on PATH", page)
 }
 
 // pastes returns the commands and shown output of pages, in order, with
@@ -304,16 +305,18 @@ func commandsOfPages(t *testing.T, root string, pages []string) []shown {
 func pasteTwice(t *testing.T, root string, pages []string) {
 	tellsPath(t, root, pages[0])
 
-	// A fresh copy: the tracked files, a repository of their own, and
-	// bin/ratelab as make demo leaves it.
+	// A fresh copy: the tracked files and a repository of their own; the
+	// paste builds bin/ratelab first, as the README's set-up block does.
 	clone, git := freshClone(t, root)
-	require.NoError(t, weave.BuildBinaries(root, filepath.Join(clone, "bin")))
 
 	once := commandsOfPages(t, root, pages)
 	require.GreaterOrEqual(t, len(once), 15, "the pages' $ commands")
 	t.Logf("pasting %d commands from %d pages, twice", len(once), len(pages))
 	all := append(once[:len(once):len(once)], once...)
 	stdout, stderr := paste(t, clone, all)
+	// What the set-up printed (make's go build line) is not a command's.
+	_, stdout, ok := strings.Cut(stdout, setUpDone)
+	require.True(t, ok, "the set-up block did not finish:\n%s", stderr)
 	errs := regexp.MustCompile(`\n@@@ \d+ @@@\n`).Split(stderr, -1)
 
 	rest := stdout
@@ -336,12 +339,17 @@ func pasteTwice(t *testing.T, root string, pages []string) {
 	assert.Empty(t, strings.TrimSpace(git("status", "--porcelain", "--untracked-files=all")), "the commands left files git sees")
 }
 
-// paste runs the commands in one bash at dir, each followed by a marker
-// with its exit status on stdout and a marker on stderr.
+// setUpDone is the marker paste prints after the set-up block.
+const setUpDone = "\n@@@ set up @@@\n"
+
+// paste runs the README's set-up block and then the commands in one bash
+// at dir, each followed by a marker with its exit status on stdout and a
+// marker on stderr; the set-up must succeed.
 func paste(t *testing.T, dir string, all []shown) (stdout, stderr string) {
 	t.Helper()
 	var script strings.Builder
-	script.WriteString(setPath + "\nexport TZ=UTC\n")
+	block := strings.TrimSuffix(strings.TrimPrefix(setUp, "```sh\n"), "```\n")
+	fmt.Fprintf(&script, "set -e\n%sset +e\nprintf %q\nexport TZ=UTC\n", block, setUpDone)
 	for i, s := range all {
 		fmt.Fprintf(&script, "%s\nprintf '\\n@@@ %d %%d @@@\\n' $?\nprintf '\\n@@@ %d @@@\\n' >&2\n", s.command, i, i)
 	}

@@ -40,7 +40,7 @@ func TestOutOfDescriptorsIsLoad(t *testing.T) {
 			require.ErrorIs(t, err, ratelab.ErrBusy, "fail-%v: out of descriptors is load; got %+v", policy, d)
 			assert.ErrorIs(t, err, syscall.EMFILE)
 			assert.False(t, d.Allowed)
-			assert.Contains(t, logs.String(), "not taken in time (load is not an outage)")
+			assert.Contains(t, logs.String(), "the store is busy (load is not an outage)")
 		})
 	}
 }

@@ -325,7 +325,7 @@ func TestLockTimeoutIsLoad(t *testing.T) {
 				assert.ErrorIs(t, err, ratelab.ErrBusy, "fail-%v: a lock not free in time is load", policy)
 				assert.ErrorIs(t, err, fixedfilestore.ErrLockTimeout)
 				assert.False(t, h.Allowed)
-				assert.Contains(t, logs.String(), "not taken in time (load is not an outage)")
+				assert.Contains(t, logs.String(), "the store is busy (load is not an outage)")
 			}
 			assert.Contains(t, logs.String(), s.Path(rule, storetest.Key), "the log names the path")
 		})
