@@ -16,7 +16,10 @@
 // watcher's own process, a front taking a flood, waits its turn for the
 // CPU like the store's — but a store that answers hits is not hung: every
 // process records when its store last answered a hit, and that is
-// evidence of life the watcher weighs against its pings. Under
+// evidence of life the watcher weighs against its pings. A ping the
+// watcher's process had no file descriptor to send is no evidence at all:
+// it closes the breaker, and the hits, refused as busy if they cannot
+// reach the store either, judge it instead. Under
 // [Wrap], a hit while the breaker is open is an error wrapping ErrDown,
 // at once; a hit that ran out of time while it opened is one too, not
 // ErrBusy: the policy decides both (gobreaker's closed and open states;
@@ -40,6 +43,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab"
+	"github.com/ratelab/ratelab/internal/descriptors"
 )
 
 // ErrDown is wrapped by the error of a hit the breaker decided: the store
@@ -213,7 +217,8 @@ func (b *Breaker) Watch(ctx context.Context, w Watch) {
 // judge opens or closes the breaker after a ping that failed with err (or
 // answered, nil), the failed-th in a row before it, and returns how many
 // have failed in a row now. It opens only if no hit was answered within
-// quiet.
+// quiet. A ping this process had no file descriptor to send (EMFILE,
+// ENFILE) is no ping: it closes the breaker and starts the count again.
 func (b *Breaker) judge(err error, failed, trips int, quiet time.Duration, log *slog.Logger) int {
 	if err == nil {
 		if b.down.Load() {
@@ -221,6 +226,20 @@ func (b *Breaker) judge(err error, failed, trips int, quiet time.Duration, log *
 				log.Error("breaker: the store answers again, and the breaker cannot say so", "err", serr)
 			} else {
 				log.Warn("breaker: the store answers again: breaker closed, hits go to the store")
+			}
+		}
+		return 0
+	}
+	if descriptors.Exhausted(err) {
+		// The ping was never sent: nothing is known of the store, and a
+		// client can make this by holding the front's connections open.
+		// The hits judge it instead, refused as busy if they cannot reach
+		// it either: load, not an outage.
+		if b.down.Load() {
+			if serr := b.set(false); serr != nil {
+				log.Error("breaker: out of file descriptors to ping the store, and the breaker cannot close", "err", serr)
+			} else {
+				log.Warn("breaker: out of file descriptors to ping the store: breaker closed, hits go to the store", "err", err)
 			}
 		}
 		return 0

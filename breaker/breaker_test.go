@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
+	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -81,6 +84,43 @@ func TestWatchOpensAfterTripsInARowAndClosesOnAnAnswer(t *testing.T) {
 		ping = p.next(t) // the last one is judged
 		assert.Equal(t, tt.down, watcher.Down(), "ping %d (%v): the watcher's state", i+1, tt.answer)
 		assert.Equal(t, tt.down, reader.Down(), "ping %d (%v): another process's state", i+1, tt.answer)
+	}
+}
+
+// A ping this process could not send, out of file descriptors (EMFILE,
+// ENFILE), says nothing of the store: it never opens the breaker, and an
+// open breaker closes on it, so that hits go to the store and are refused
+// as busy if they cannot reach it either. Clients that held the front's
+// connections open kept the breaker open after Redis came back, and every
+// hit was let through uncounted under fail-open (the attacker's finding
+// at 4a9c528).
+func TestAPingOutOfDescriptorsIsNoEvidence(t *testing.T) {
+	b := breaker.New()
+	p := pinger{calls: make(chan chan error)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.Watch(ctx, breaker.Watch{Ping: p.Ping, Every: time.Millisecond, Trips: 2, Quiet: time.Nanosecond, Log: slog.New(slog.DiscardHandler)})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+
+	hung := errors.New("no answer")
+	emfile := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("socket", syscall.EMFILE)}
+	ping := p.next(t)
+	for i, tt := range []struct {
+		answer error
+		down   bool
+	}{
+		{emfile, false}, {emfile, false}, {emfile, false}, // never evidence of a hung store
+		{hung, false}, {emfile, false}, {hung, false}, // nor does it count among the unanswered
+		{hung, true},    // two in a row: open
+		{emfile, false}, // out of descriptors: closed, the hits judge
+		{hung, false}, {hung, true}, {nil, false},
+	} {
+		ping <- tt.answer
+		ping = p.next(t)
+		assert.Equal(t, tt.down, b.Down(), "ping %d (%v)", i+1, tt.answer)
 	}
 }
 

@@ -17,8 +17,6 @@ func supported() error {
 
 const cwdFD = -1
 
-func outOfDescriptors(error) bool { return false }
-
 func openDirAt(int, string) (int, error)         { return -1, supported() }
 func mkdirAt(int, string, uint32) error          { return supported() }
 func openAt(int, string, openMode) (int, error)  { return -1, supported() }

@@ -3,7 +3,6 @@
 package fixedfilestore
 
 import (
-	"errors"
 	"os"
 	"time"
 
@@ -14,12 +13,6 @@ import (
 // function, EINTR retried, nothing else. Everything above it is portable.
 
 func supported() error { return nil }
-
-// outOfDescriptors reports whether err is open(2)'s EMFILE or ENFILE: the
-// process's or the system's table of open files is full.
-func outOfDescriptors(err error) bool {
-	return errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE)
-}
 
 // !+openflags
 

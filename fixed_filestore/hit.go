@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
+	"github.com/ratelab/ratelab/internal/descriptors"
 )
 
 // This file is one hit, top to bottom: name the file, open it, lock it,
@@ -76,7 +77,7 @@ func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time
 	case errors.Is(err, ratelab.ErrRuleConflict), errors.Is(err, ratelab.ErrUncheckedRule),
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return ratelab.Decision{}, fmt.Errorf("fixedfilestore: %s: %w", s.pathOf(name), err)
-	case errors.Is(err, ErrLockTimeout), outOfDescriptors(err):
+	case errors.Is(err, ErrLockTimeout), descriptors.Exhausted(err):
 		return ratelab.Decision{}, fmt.Errorf("fixedfilestore: %s: %w: %w", s.pathOf(name), ratelab.ErrBusy, err)
 	}
 	return ratelab.Decision{}, fmt.Errorf("fixedfilestore: %s: %w: %w", s.pathOf(name), ratelab.ErrUnavailable, err)

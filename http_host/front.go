@@ -107,14 +107,22 @@ type connInfo struct {
 	since time.Time
 }
 
-// newConnCap caps connections at half the descriptor limit less a
-// reserve, so that a front also has room for its connections to workers.
+// newConnCap caps connections at connsFor the process's descriptor limit.
 func newConnCap() *connCap {
-	limit := 1024
-	if cur, err := fdLimit(); err == nil && cur > 64 && cur < 1<<20 {
-		limit = int(cur-32) / 2
+	cur, err := fdLimit()
+	return &connCap{max: connsFor(cur, err), conns: map[net.Conn]connInfo{}}
+}
+
+// connsFor is how many connections a front keeps open under a descriptor
+// limit of cur (err: none known): half of it less a reserve, so that it
+// also has room for its connections to workers, and at least 8 — however
+// low the limit (at 64 and below the cap was once off, and idle
+// connections exhausted it: the attacker's finding at 4a9c528).
+func connsFor(cur uint64, err error) int {
+	if err != nil || cur >= 1<<20 {
+		return 1024
 	}
-	return &connCap{max: max(limit, 8), conns: map[net.Conn]connInfo{}}
+	return max((int(cur)-32)/2, 8)
 }
 
 // track is the server's ConnState hook.

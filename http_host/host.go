@@ -109,7 +109,7 @@ type Host struct {
 	pool    *pool         // the long-lived workers, nil for cgi
 	served  atomic.Int64  // requests the front passed to a pool worker
 	failed  atomic.Int64  // of those, the ones whose answer the front did not get (502)
-	gone    *logevery.Log // says the requests whose client went away first
+	quiet   *logevery.Log // says what a client can make happen per request: gone first, no descriptor
 	tally   Tally         // what the workers reported, after Close
 	proxyTr *http.Transport
 	client  httplimit.Client // tells the front who a request's client is
@@ -134,7 +134,7 @@ func Start(cfg Config) (*Host, error) {
 			return nil, fmt.Errorf("httphost: listen: %w", err)
 		}
 	}
-	h := &Host{cfg: cfg, client: client, gone: logevery.New(workerLogger(cfg.Stderr), ratelab.LogEvery)}
+	h := &Host{cfg: cfg, client: client, quiet: logevery.New(workerLogger(cfg.Stderr), ratelab.LogEvery)}
 	if h.unwatch, err = h.watchStore(); err != nil {
 		ln.Close()
 		return nil, err

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ratelab/ratelab/internal/descriptors"
 )
 
 // The front of the long-lived models keeps its workers alive. Each worker
@@ -199,7 +201,8 @@ func (h *Host) roundRobin() http.Handler {
 
 // proxyError answers 502 for a request its worker did not answer, and
 // kills a worker that left it unanswered past the Worker timeout: hung,
-// it would hold every request it is sent as long.
+// it would hold every request it is sent as long. A request the front
+// had no file descriptor to pass on is load: 503.
 func (h *Host) proxyError(rw http.ResponseWriter, r *http.Request, err error) {
 	w := r.Context().Value(pickedKey{}).(*worker)
 	h.failed.Add(1)
@@ -207,8 +210,16 @@ func (h *Host) proxyError(rw http.ResponseWriter, r *http.Request, err error) {
 		// The client went away: no worker's failure, and a client that
 		// sends and resets connections wrote one line per request, as
 		// fast as it liked (the attacker's finding at 657a847).
-		h.gone.At(time.Now(), slog.LevelInfo, "front: a client went away before its answer", "pid", w.pid(), "err", err)
+		h.quiet.At(time.Now(), slog.LevelInfo, "front: a client went away before its answer", "pid", w.pid(), "err", err)
 		rw.WriteHeader(http.StatusBadGateway)
+		return
+	}
+	if descriptors.Exhausted(err) {
+		// The front had no descriptor to reach the worker: load that
+		// clients holding its connections open make, one line a request
+		// (the attacker's finding at 4a9c528: 3,763 lines in 40 s).
+		h.quiet.At(time.Now(), slog.LevelWarn, "front: out of file descriptors to reach a worker: refused as busy", "pid", w.pid(), "err", err)
+		rw.WriteHeader(http.StatusServiceUnavailable)
 		return
 	}
 	fmt.Fprintf(h.cfg.Stderr, "front: worker pid %d: %v\n", w.pid(), err)

@@ -9,7 +9,6 @@ import (
 	neturl "net/url"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -190,13 +189,6 @@ func reply(err error, prefixes ...string) bool {
 // the server is another service. go-redis gives these errors no type.
 func notRedis(err error) bool {
 	return err != nil && (strings.Contains(err.Error(), "redis: invalid reply") || strings.Contains(err.Error(), "redis: can't parse"))
-}
-
-// outOfDescriptors reports whether err is the process out of file
-// descriptors (EMFILE, ENFILE) — a dial that could not make a socket:
-// load, as clients that hold the server's connections open can make it.
-func outOfDescriptors(err error) bool {
-	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }
 
 // passing reports whether err is an error reply of a Redis that will

@@ -31,6 +31,7 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
+	"github.com/ratelab/ratelab/internal/descriptors"
 	"github.com/ratelab/ratelab/internal/poll"
 )
 
@@ -193,7 +194,7 @@ func (s *Store) takeAt(ctx context.Context, r ratelab.Rule, key string, now, wal
 		return ratelab.Decision{}, fmt.Errorf("%w: %w", ErrNotRedis, err)
 	case isUnconfirmed(err):
 		return ratelab.Decision{}, unconfirmedHit(rkey, d, err)
-	case reply(err, "OOM"), outOfDescriptors(err):
+	case reply(err, "OOM"), descriptors.Exhausted(err):
 		// Full, under noeviction: every new key is refused, and each
 		// client's first hit makes one, so clients that send from many
 		// addresses fill it. That is load, not an outage: refused under

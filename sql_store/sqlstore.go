@@ -12,11 +12,11 @@ import (
 	"log/slog"
 	"net"
 	"regexp"
-	"syscall"
 	"time"
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
+	"github.com/ratelab/ratelab/internal/descriptors"
 	"github.com/ratelab/ratelab/internal/poll"
 )
 
@@ -253,7 +253,7 @@ func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.
 func (b *Base) busy(err error) bool {
 	return errors.Is(err, ErrLate) || errors.Is(err, ErrUnanswered) ||
 		b.Overloaded != nil && b.Overloaded(err) || b.OutOfTime != nil && b.OutOfTime(err) ||
-		errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+		descriptors.Exhausted(err)
 }
 
 // Expiry is when a state can be swept: once the key is back to its full
