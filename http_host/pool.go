@@ -169,7 +169,7 @@ type pickedKey struct{}
 // worker, as a FastCGI process manager hands requests to its children;
 // with every seat vacated, the front answers 503 itself.
 func (h *Host) roundRobin() http.Handler {
-	h.proxyTr = &http.Transport{MaxIdleConnsPerHost: 64, ResponseHeaderTimeout: h.cfg.Timeouts.Worker}
+	h.proxyTr = workerTransport(connsFor(fdLimit()), h.cfg.Timeouts.Worker)
 	proxy := &httputil.ReverseProxy{
 		Transport: h.proxyTr,
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -197,6 +197,16 @@ func (h *Host) roundRobin() http.Handler {
 		}
 		proxy.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), pickedKey{}, w)))
 	})
+}
+
+// workerTransport is the front's transport to its workers: at most
+// perWorker connections to each, the most a worker keeps open (its
+// connCap, under the same descriptor limit). Past it, the worker closes
+// the connection idle longest — one the front is about to send a request
+// on, answered 502 (the attacker's finding at cf8f290, at ulimit -n 64).
+// A request past it waits for a connection, within the Worker timeout.
+func workerTransport(perWorker int, timeout time.Duration) *http.Transport {
+	return &http.Transport{MaxConnsPerHost: perWorker, MaxIdleConnsPerHost: min(64, perWorker), ResponseHeaderTimeout: timeout}
 }
 
 // proxyError answers 502 for a request its worker did not answer, and
