@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/internal/choices"
+	"github.com/ratelab/ratelab/internal/descriptors"
 	"github.com/ratelab/ratelab/internal/logevery"
 )
 
@@ -21,12 +22,14 @@ var ErrUnavailable = errors.New("ratelab: rate-limit state unavailable")
 // statement or a lock wait out of time, a statement that reached it past
 // the hit's deadline — or the hit's time ran out while it waited, for
 // whatever it was waiting on; a state file's lock was not free within the
-// file store's lock wait, or the process had no file descriptor left to
-// open it. A client cannot tell a store too busy to answer
+// file store's lock wait. A client cannot tell a store too busy to answer
 // from one whose server or lock holder hangs, and sending fast makes the
 // first: that is load, not an outage, and WithFailPolicy refuses such a
 // hit under FailOpen as under FailClosed, so that no client opens the door
-// by sending fast. It wraps ErrUnavailable.
+// by sending fast. WithFailPolicy takes a store's error for a process out
+// of file descriptors (EMFILE, ENFILE) as ErrBusy too: clients that hold a
+// server's connections open make it, whatever the store. It wraps
+// ErrUnavailable.
 var ErrBusy = fmt.Errorf("%w: too busy to count the hit in time", ErrUnavailable)
 
 // FailPolicy says what [WithFailPolicy] does with a hit its store could
@@ -131,10 +134,11 @@ func (f *failSafe) TakeAt(ctx context.Context, r Rule, key string, now time.Time
 		return Decision{}, fmt.Errorf("ratelab: %w (%v)", ended, err)
 	}
 	var decided interface{ Decided() Decision }
+	busy := asBusy(err)
 	switch {
-	case f.policy != FailLocal && errors.Is(err, ErrBusy):
-		f.log.At(now, slog.LevelError, "ratelab: hit refused: the store is busy (load is not an outage)", "rule", r.Name, "err", err)
-		return Decision{}, err
+	case f.policy != FailLocal && busy != nil:
+		f.log.At(now, slog.LevelError, "ratelab: hit refused: the store is busy (load is not an outage)", "rule", r.Name, "err", busy)
+		return Decision{}, busy
 	case f.policy == FailClosed:
 		f.log.At(now, slog.LevelError, "ratelab: hit refused (fail-closed)", "rule", r.Name, "err", err)
 		return Decision{}, err
@@ -155,6 +159,18 @@ func (f *failSafe) TakeAt(ctx context.Context, r Rule, key string, now time.Time
 		f.log.At(now, slog.LevelWarn, "ratelab: hit not counted (fail-open)", "rule", r.Name, "err", err)
 	}
 	return Decision{Rule: r, Allowed: true, Source: Uncounted, Cause: err}, nil
+}
+
+// asBusy is err if it wraps ErrBusy, err wrapped in ErrBusy if it is this
+// process out of file descriptors, and nil otherwise.
+func asBusy(err error) error {
+	switch {
+	case errors.Is(err, ErrBusy):
+		return err
+	case descriptors.Exhausted(err):
+		return fmt.Errorf("%w: %w", ErrBusy, err)
+	}
+	return nil
 }
 
 // maybeCounted reports whether err says the hit may have been counted

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -211,14 +213,21 @@ func TestFailPolicy(t *testing.T) {
 
 	// Load is not an outage: a busy store's hit is refused under fail-open
 	// as under fail-closed, and decided in the process under fail-local.
+	// So is a process out of file descriptors, whichever store it was
+	// using: the store says only that it could not reach its state.
 	busy := fmt.Errorf("x: %w: lock wait out of time", ratelab.ErrBusy)
-	for _, p := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed} {
-		_, err := guarded(t, p, busy, quiet).TakeAt(ctx, original, "k", now)
-		assert.ErrorIs(t, err, ratelab.ErrBusy, "policy %v", p)
+	emfile := fmt.Errorf("x: %w: %w", ratelab.ErrUnavailable, &os.PathError{Op: "open", Path: "f", Err: syscall.EMFILE})
+	for _, cause := range []error{busy, emfile} {
+		for _, p := range []ratelab.FailPolicy{ratelab.FailOpen, ratelab.FailClosed} {
+			d, err := guarded(t, p, cause, quiet).TakeAt(ctx, original, "k", now)
+			assert.ErrorIs(t, err, ratelab.ErrBusy, "policy %v, %v", p, cause)
+			assert.ErrorIs(t, err, cause, "policy %v: the cause kept", p)
+			assert.False(t, d.Allowed, "policy %v, %v", p, cause)
+		}
+		d, err = guarded(t, ratelab.FailLocal, cause, quiet).TakeAt(ctx, original, "k", now)
+		require.NoError(t, err)
+		assert.Equal(t, ratelab.Local, d.Source, "%v", cause)
 	}
-	d, err = guarded(t, ratelab.FailLocal, busy, quiet).TakeAt(ctx, original, "k", now)
-	require.NoError(t, err)
-	assert.Equal(t, ratelab.Local, d.Source)
 
 	// Errors that are not about reaching the state pass under every policy.
 	conflict := fmt.Errorf("x: %w", ratelab.ErrRuleConflict)

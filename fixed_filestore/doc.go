@@ -58,10 +58,8 @@
 // for a core among them — cannot be told from a holder that hangs, and
 // only the first can be sent. The error wraps [ratelab.ErrBusy], which the
 // policy refuses under fail-open as under fail-closed (503); fail-local
-// decides it in the process. So is a process out of file descriptors
-// (EMFILE, ENFILE): clients that hold a server's connections open, slowly,
-// up to its limit, would otherwise open the door for every hit it still
-// takes.
+// decides it in the process. (A process out of file descriptors is load
+// too, whatever its store: the policy itself refuses it.)
 //
 // A state file that exists but cannot be parsed (garbage, truncated, too
 // large, negative) carries no count worth keeping: it is logged, with its

@@ -13,7 +13,6 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
-	"github.com/ratelab/ratelab/internal/descriptors"
 )
 
 // This file is one hit, top to bottom: name the file, open it, lock it,
@@ -63,11 +62,9 @@ func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.D
 // which ratelab.WithFailPolicy decides by a policy. The lock wait ends at
 // Options.LockWait or when ctx ends, whichever is first; a lock not free
 // within LockWait is load, not an outage: the error wraps ratelab.ErrBusy
-// (and ErrLockTimeout); so does a process out of file descriptors
-// (EMFILE, ENFILE), which clients that hold connections open can make. A
-// state of another rule with the same name is an error wrapping
-// ratelab.ErrRuleConflict, the file left as it was; a lock wait that ctx
-// ended returns ctx's error.
+// (and ErrLockTimeout). A state of another rule with the same name is an
+// error wrapping ratelab.ErrRuleConflict, the file left as it was; a lock
+// wait that ctx ended returns ctx's error.
 func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
 	name := fileName(r, key)
 	d, err := s.hit(ctx, name, r, now)
@@ -77,7 +74,7 @@ func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time
 	case errors.Is(err, ratelab.ErrRuleConflict), errors.Is(err, ratelab.ErrUncheckedRule),
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return ratelab.Decision{}, fmt.Errorf("fixedfilestore: %s: %w", s.pathOf(name), err)
-	case errors.Is(err, ErrLockTimeout), descriptors.Exhausted(err):
+	case errors.Is(err, ErrLockTimeout):
 		return ratelab.Decision{}, fmt.Errorf("fixedfilestore: %s: %w: %w", s.pathOf(name), ratelab.ErrBusy, err)
 	}
 	return ratelab.Decision{}, fmt.Errorf("fixedfilestore: %s: %w: %w", s.pathOf(name), ratelab.ErrUnavailable, err)

@@ -31,7 +31,6 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
-	"github.com/ratelab/ratelab/internal/descriptors"
 	"github.com/ratelab/ratelab/internal/poll"
 )
 
@@ -165,10 +164,10 @@ func (s *Store) Take(ctx context.Context, r ratelab.Rule, key string) (ratelab.D
 // Redis cannot answer in time the error wraps ratelab.ErrUnavailable,
 // which ratelab.WithFailPolicy decides by a policy; a Redis out of memory
 // refuses the write, and that wraps ratelab.ErrBusy: load, refused under
-// fail-open too, as is a process out of file descriptors to dial with. A
-// state of another rule with the same name (ratelab.ErrRuleConflict, the
-// state left as it was), settings Redis refused (ErrRefused) and a server
-// that is not Redis (ErrNotRedis) are errors under every policy.
+// fail-open too. A state of another rule with the same name
+// (ratelab.ErrRuleConflict, the state left as it was), settings Redis
+// refused (ErrRefused) and a server that is not Redis (ErrNotRedis) are
+// errors under every policy.
 func (s *Store) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.Time) (ratelab.Decision, error) {
 	return s.takeAt(ctx, r, key, now, time.Now())
 }
@@ -194,13 +193,12 @@ func (s *Store) takeAt(ctx context.Context, r ratelab.Rule, key string, now, wal
 		return ratelab.Decision{}, fmt.Errorf("%w: %w", ErrNotRedis, err)
 	case isUnconfirmed(err):
 		return ratelab.Decision{}, unconfirmedHit(rkey, d, err)
-	case reply(err, "OOM"), descriptors.Exhausted(err):
+	case reply(err, "OOM"):
 		// Full, under noeviction: every new key is refused, and each
 		// client's first hit makes one, so clients that send from many
 		// addresses fill it. That is load, not an outage: refused under
 		// fail-open too (the attacker's finding at 5879fdb: every new
-		// client was let through once Redis had filled). So is this
-		// process out of descriptors for a connection.
+		// client was let through once Redis had filled).
 		return ratelab.Decision{}, fmt.Errorf("redisstore: %s: %w: %w", rkey, ratelab.ErrBusy, err)
 	}
 	return ratelab.Decision{}, fmt.Errorf("redisstore: %s: %w: %w", rkey, ratelab.ErrUnavailable, lost(err))

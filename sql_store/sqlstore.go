@@ -16,7 +16,6 @@ import (
 
 	"github.com/ratelab/ratelab"
 	"github.com/ratelab/ratelab/algorithm"
-	"github.com/ratelab/ratelab/internal/descriptors"
 	"github.com/ratelab/ratelab/internal/poll"
 )
 
@@ -247,13 +246,10 @@ func (b *Base) TakeAt(ctx context.Context, r ratelab.Rule, key string, now time.
 // busy reports whether err says the server could not take the hit in
 // time: no free connection, a statement or a lock wait out of time, a
 // statement past the deadline, a hit that waited for one of its process's
-// connections, or ran out of time waiting for anything else — or that
-// this process could not dial it, out of file descriptors (EMFILE,
-// ENFILE), as clients that hold its connections open can make it.
+// connections, or ran out of time waiting for anything else.
 func (b *Base) busy(err error) bool {
 	return errors.Is(err, ErrLate) || errors.Is(err, ErrUnanswered) ||
-		b.Overloaded != nil && b.Overloaded(err) || b.OutOfTime != nil && b.OutOfTime(err) ||
-		descriptors.Exhausted(err)
+		b.Overloaded != nil && b.Overloaded(err) || b.OutOfTime != nil && b.OutOfTime(err)
 }
 
 // Expiry is when a state can be swept: once the key is back to its full
