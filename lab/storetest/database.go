@@ -152,7 +152,8 @@ func (p policied) TakeAt(ctx context.Context, r ratelab.Rule, key string, now ti
 }
 
 // RunDatabase runs every check a database store shares with the others,
-// each on fresh tables.
+// each on fresh tables. It must not run beside other tests of its process:
+// one check lowers the process's descriptor limit (ExhaustDescriptors).
 func RunDatabase(t *testing.T, d Database) {
 	t.Run("store checks", func(t *testing.T) {
 		Run(t, func(t *testing.T) func() ratelab.Store {
@@ -185,6 +186,7 @@ func RunDatabase(t *testing.T, d Database) {
 		})
 	})
 	t.Run("refused settings are configuration errors, an outage is not", func(t *testing.T) { refused(t, d) })
+	t.Run("a process out of file descriptors is load: refused under fail-open", func(t *testing.T) { outOfDescriptors(t, d) })
 }
 
 // freshTables creates fresh tables on d's server, and returns what makes

@@ -8,6 +8,7 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,20 +16,19 @@ import (
 	"github.com/ratelab/ratelab"
 )
 
-// OutOfDescriptors checks a database store in a process out of file
+// outOfDescriptors checks a database store in a process out of file
 // descriptors: it cannot dial the server, and that is load, not an outage
-// fail-open lets through (ratelab.ErrBusy). fresh makes a store on a pool
-// of its own, with no connection open yet. Call it from a test that is
-// not parallel (ExhaustDescriptors).
-func OutOfDescriptors(t *testing.T, fresh func(Options) DatabaseStore) {
+// fail-open lets through (ratelab.ErrBusy). The store it hits is on a
+// pool of its own, with no connection open yet.
+func outOfDescriptors(t *testing.T, d Database) {
 	o := Options{Prefix: "descriptors_", Policy: ratelab.FailOpen, Logger: slog.New(slog.DiscardHandler)}
-	require.NoError(t, fresh(o).CheckServer(context.Background()), "the tables")
-	s := fresh(o)
+	require.NoError(t, d.Connect(t, d.DSN, 5*time.Second)(o).CheckServer(context.Background()), "the tables")
+	s := d.Connect(t, d.DSN, 5*time.Second)(o)
 	ExhaustDescriptors(t)
-	d, err := s.TakeAt(context.Background(), Original, Key, T0)
-	require.ErrorIs(t, err, ratelab.ErrBusy, "out of descriptors is load; got %+v", d)
+	dec, err := s.TakeAt(context.Background(), Original, Key, T0)
+	require.ErrorIs(t, err, ratelab.ErrBusy, "out of descriptors is load; got %+v", dec)
 	assert.ErrorIs(t, err, syscall.EMFILE)
-	assert.False(t, d.Allowed)
+	assert.False(t, dec.Allowed)
 }
 
 // ExhaustDescriptors lowers the process's soft limit on open files to a
