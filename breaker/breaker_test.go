@@ -37,6 +37,21 @@ func (p pinger) Ping(ctx context.Context) error {
 	}
 }
 
+// watch starts b's watcher with w, its pings the returned pinger's, until
+// the test ends.
+func watch(t *testing.T, b *breaker.Breaker, w breaker.Watch) pinger {
+	p := pinger{calls: make(chan chan error)}
+	w.Ping = p.Ping
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.Watch(ctx, w)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return p
+}
+
 // next waits for the watcher's next ping.
 func (p pinger) next(t *testing.T) chan error {
 	t.Helper()
@@ -61,14 +76,7 @@ func TestWatchOpensAfterTripsInARowAndClosesOnAnAnswer(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { reader.Close() })
 
-	p := pinger{calls: make(chan chan error)}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		watcher.Watch(ctx, breaker.Watch{Ping: p.Ping, Every: time.Millisecond, Trips: 3, Log: slog.New(slog.DiscardHandler)})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	p := watch(t, watcher, breaker.Watch{Every: time.Millisecond, Trips: 3, Log: slog.New(slog.DiscardHandler)})
 
 	hung := errors.New("no answer")
 	ping := p.next(t)
@@ -96,14 +104,7 @@ func TestWatchOpensAfterTripsInARowAndClosesOnAnAnswer(t *testing.T) {
 // at 4a9c528).
 func TestAPingOutOfDescriptorsIsNoEvidence(t *testing.T) {
 	b := breaker.New()
-	p := pinger{calls: make(chan chan error)}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		b.Watch(ctx, breaker.Watch{Ping: p.Ping, Every: time.Millisecond, Trips: 2, Quiet: time.Nanosecond, Log: slog.New(slog.DiscardHandler)})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	p := watch(t, b, breaker.Watch{Every: time.Millisecond, Trips: 2, Quiet: time.Nanosecond, Log: slog.New(slog.DiscardHandler)})
 
 	hung := errors.New("no answer")
 	emfile := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("socket", syscall.EMFILE)}
@@ -254,14 +255,7 @@ func TestAStoreThatAnswersHitsIsNotHung(t *testing.T) {
 				worker.Answered(time.Now().Add(2 * time.Hour))
 			}
 
-			p := pinger{calls: make(chan chan error)}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				watcher.Watch(ctx, breaker.Watch{Ping: p.Ping, Every: time.Millisecond, Trips: 2, Quiet: tt.quiet, Log: slog.New(slog.DiscardHandler)})
-			}()
-			t.Cleanup(func() { cancel(); <-done })
+			p := watch(t, watcher, breaker.Watch{Every: time.Millisecond, Trips: 2, Quiet: tt.quiet, Log: slog.New(slog.DiscardHandler)})
 			ping := p.next(t)
 			for range 4 { // twice Trips
 				ping <- errors.New("no answer")

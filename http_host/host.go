@@ -109,7 +109,7 @@ type Host struct {
 	pool    *pool         // the long-lived workers, nil for cgi
 	served  atomic.Int64  // requests the front passed to a pool worker
 	failed  atomic.Int64  // of those, the ones whose answer the front did not get (502)
-	quiet   *logevery.Log // says what a client can make happen per request: gone first, no descriptor
+	quiet   *logevery.Log // one line a LogEvery for what clients can make happen per request
 	tally   Tally         // what the workers reported, after Close
 	proxyTr *http.Transport
 	client  httplimit.Client // tells the front who a request's client is

@@ -204,7 +204,9 @@ func (h *Host) roundRobin() http.Handler {
 // connCap, under the same descriptor limit). Past it, the worker closes
 // the connection idle longest — one the front is about to send a request
 // on, answered 502 (the attacker's finding at cf8f290, at ulimit -n 64).
-// A request past it waits for a connection, within the Worker timeout.
+// A request past it waits for one of the requests in flight to end, each
+// answered or given up within ResponseHeaderTimeout (the Worker timeout)
+// — or for its own client to go away.
 func workerTransport(perWorker int, timeout time.Duration) *http.Transport {
 	return &http.Transport{MaxConnsPerHost: perWorker, MaxIdleConnsPerHost: min(64, perWorker), ResponseHeaderTimeout: timeout}
 }
