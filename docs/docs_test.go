@@ -267,8 +267,8 @@ func TestAReaderPastesEveryCommand(t *testing.T) {
 }
 
 // setUp is how the README has a reader build ratelab and put it on PATH,
-// once, before the first command.
-const setUp = "```sh\nmake bin/ratelab\nexport PATH=\"$PWD/bin:$PATH\"\n```\n"
+// once, before the first command: the lines of a sh block.
+const setUp = "make bin/ratelab\nexport PATH=\"$PWD/bin:$PATH\"\n"
 
 // tellsPath fails t unless page tells the reader, in setUp's block, how
 // to build ratelab and get it on PATH.
@@ -276,7 +276,7 @@ func tellsPath(t *testing.T, root, page string) {
 	t.Helper()
 	readme, err := os.ReadFile(filepath.Join(root, page))
 	require.NoError(t, err)
-	require.Contains(t, string(readme), setUp, "%s tells the reader how to build ratelab and get it on PATH", page)
+	require.Contains(t, string(readme), "```sh\n"+setUp+"```\n", "%s tells the reader how to build ratelab and get it on PATH", page)
 }
 
 // pastes returns the commands and shown output of pages, in order, with
@@ -348,8 +348,7 @@ const setUpDone = "\n@@@ set up @@@\n"
 func paste(t *testing.T, dir string, all []shown) (stdout, stderr string) {
 	t.Helper()
 	var script strings.Builder
-	block := strings.TrimSuffix(strings.TrimPrefix(setUp, "```sh\n"), "```\n")
-	fmt.Fprintf(&script, "set -e\n%sset +e\nprintf %q\nexport TZ=UTC\n", block, setUpDone)
+	fmt.Fprintf(&script, "set -e\n%sset +e\nprintf %q\nexport TZ=UTC\n", setUp, setUpDone)
 	for i, s := range all {
 		fmt.Fprintf(&script, "%s\nprintf '\\n@@@ %d %%d @@@\\n' $?\nprintf '\\n@@@ %d @@@\\n' >&2\n", s.command, i, i)
 	}
