@@ -228,9 +228,16 @@ func TestTheREADMECountsTheCore(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := corelines.Total(pkgs)
-	for _, page := range []struct{ path, pattern string }{
-		{"README.md", `without flock\): (\d+) today`},
-		{"docs/ja/README.md", `いまは (\d+) 行で`},
+	internal := 0 // the pages say how many of internal/ the core links
+	for _, p := range pkgs {
+		if strings.HasPrefix(p.Path, "internal/") {
+			internal++
+		}
+	}
+	words := []string{"no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"}
+	for _, page := range []struct{ path, pattern, internal string }{
+		{"README.md", `without flock\): (\d+) today`, "(" + words[min(internal, 9)] + " of `internal/`)"},
+		{"docs/ja/README.md", `いまは (\d+) 行で`, "（`internal/` の " + strconv.Itoa(internal) + " つ）"},
 	} {
 		b, err := os.ReadFile(page.path)
 		if err != nil {
@@ -243,6 +250,9 @@ func TestTheREADMECountsTheCore(t *testing.T) {
 		}
 		if got := string(m[1]); got != strconv.Itoa(want) {
 			t.Errorf("%s says the core has %s lines; make corelines counts %d", page.path, got, want)
+		}
+		if !strings.Contains(string(b), page.internal) {
+			t.Errorf("%s does not say %q: the core links %d packages of internal/", page.path, page.internal, internal)
 		}
 	}
 }
